@@ -1,0 +1,1 @@
+"""HTTP only: each router translates requests to service calls and back."""

@@ -1,0 +1,46 @@
+"""Request dependencies: the container and the bearer-key check."""
+
+from __future__ import annotations
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from famulus.container import Container
+from famulus.errors import Unauthorized
+
+_bearer = HTTPBearer(auto_error=False, description="The famulus API key")
+
+
+def container(request: Request) -> Container:
+    return request.app.state.container  # type: ignore[no-any-return]
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def require_key(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> None:
+    """Every endpoint but /health: a valid key, with failures throttled per address."""
+    c = container(request)
+    client = client_address(request)
+    c.throttle.check(client)
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        c.throttle.record_failure(client)
+        raise Unauthorized("Missing API key: send 'Authorization: Bearer <API_KEY>'.")
+    if not c.verifier.verify(credentials.credentials):
+        c.throttle.record_failure(client)
+        raise Unauthorized("Invalid API key. Use the key printed at first start, or run 'famulus key reset'.")
+
+
+def token_is_valid(request: Request) -> bool | None:
+    """For /health: None without a token, else whether it is valid (not throttled)."""
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    return container(request).verifier.verify(token.strip())

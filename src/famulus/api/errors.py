@@ -1,0 +1,93 @@
+"""Every error leaves as ``{"detail", "code"}`` (422s add ``errors``).
+
+Handlers cover our domain errors, Starlette's routing errors (404, 405),
+validation errors, malformed JSON, and anything unexpected (a 500 whose body
+never carries a stack trace or a secret).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from famulus.errors import FamulusError, RateLimited
+
+log = logging.getLogger("famulus.api")
+
+_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "invalid_request",
+    422: "invalid_request",
+    429: "rate_limited",
+    502: "upstream_error",
+    503: "not_configured",
+}
+
+
+def error_response(
+    status: int, detail: str, code: str | None = None, headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    body = {"detail": detail, "code": code or _CODES.get(status, "internal"), **extra}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> list[Any]:
+    return [p for p in loc]
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(400, "The request body is not valid JSON.", "invalid_request")
+    items = [{"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in errors]
+    first = items[0] if items else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
+    detail = f"Invalid request: {where}: {first['msg']}."
+    return error_response(422, detail, "invalid_request", errors=items)
+
+
+def _domain(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, FamulusError)
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+    if exc.status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    if exc.status >= 500 and exc.code == "internal":
+        log.error("internal error: %s", exc.detail)
+    return error_response(exc.status, exc.detail, exc.code, headers)
+
+
+def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404:
+        detail = f"No route for {request.method} {request.url.path}."
+    elif exc.status_code == 405:
+        detail = f"Method {request.method} is not allowed on {request.url.path}."
+    else:
+        detail = str(exc.detail)
+    headers = dict(exc.headers) if exc.headers else None
+    return error_response(exc.status_code, detail, headers=headers)
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, "Internal server error; see the server log.", "internal")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(FamulusError, _domain)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,96 @@
+"""GET /chat/events/{session_id}: the session's Server-Sent Events stream.
+
+Order of work: subscribe to live events first, then replay the log after the
+client's last id, then drain live events skipping any already replayed. That
+order leaves no gap between replay and live. A slow subscriber whose queue
+overflowed re-reads the log instead of losing events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+
+from famulus.api.deps import container
+from famulus.chat.events import Event, EventHub, Subscription
+from famulus.container import Container
+from famulus.errors import InvalidRequest
+
+router = APIRouter(tags=["chat"])
+
+
+def format_event(event: Event) -> str:
+    data = json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+    head = f"id: {event.seq}\n" if event.seq is not None else ""
+    return f"{head}event: {event.type}\ndata: {data}\n\n"
+
+
+def _start_id(last_event_id: str | None, after: int | None) -> int:
+    if after is not None:
+        return after
+    if last_event_id is None or not last_event_id.strip():
+        return 0
+    try:
+        return max(0, int(last_event_id.strip()))
+    except ValueError as exc:
+        raise InvalidRequest("Last-Event-ID must be an event id (an integer).") from exc
+
+
+async def _stream(
+    hub: EventHub, session_id: str, last: int, stream_deltas: bool, ping_s: float
+) -> AsyncIterator[str]:
+    sub: Subscription = hub.subscribe(session_id)
+    try:
+        yield ": connected\n\n"
+        for event in await hub.replay(session_id, last):
+            last = event.seq or last
+            yield format_event(event)
+        while True:
+            if sub.lagged:
+                sub.lagged = False
+                while not sub.queue.empty():
+                    sub.queue.get_nowait()
+                for event in await hub.replay(session_id, last):
+                    last = event.seq or last
+                    yield format_event(event)
+            try:
+                event = await asyncio.wait_for(sub.queue.get(), timeout=ping_s)
+            except TimeoutError:
+                yield ": ping\n\n"
+                continue
+            if event.seq is None:
+                if stream_deltas:
+                    yield format_event(event)
+                continue
+            if event.seq <= last:
+                continue
+            last = event.seq
+            yield format_event(event)
+    finally:
+        hub.unsubscribe(session_id, sub)
+
+
+@router.get(
+    "/chat/events/{session_id}",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE stream"}},
+)
+async def chat_events(
+    session_id: str,
+    after: int | None = Query(default=None, ge=0, description="Replay events after this id"),
+    stream: bool = Query(default=False, description="Also send live text_delta events"),
+    last_event_id: str | None = Header(default=None),
+    c: Container = Depends(container),
+) -> StreamingResponse:
+    await c.sessions.get(session_id)
+    start = _start_id(last_event_id, after)
+    body = _stream(c.events, session_id, start, stream, c.settings.sse_ping_interval_s)
+    return StreamingResponse(
+        body,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

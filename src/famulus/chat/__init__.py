@@ -1,0 +1,1 @@
+"""Chat: the event log and bus now; runs, approvals and queues join later."""

@@ -1,0 +1,88 @@
+"""EventHub: persist an event, then fan it out to every live subscriber.
+
+Persist-then-publish means a client that reconnects with ``Last-Event-ID``
+can always replay what it missed from the database; live-only events
+(``text_delta``) skip the log and carry no sequence number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from famulus.store.events import EventStore
+
+log = logging.getLogger(__name__)
+
+_QUEUE_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    data: dict[str, Any]
+    seq: int | None  # None for live-only events
+
+
+class Subscription:
+    """A subscriber's queue. Overflow marks it lagged; it then re-reads the log."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=_QUEUE_MAX)
+        self.lagged = False
+
+    def offer(self, event: Event) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+
+class EventHub:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._subs: dict[str, set[Subscription]] = defaultdict(set)
+        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def publish(self, session_id: str, type_: str, **fields: Any) -> Event:
+        """Persist and broadcast one event; ``type`` is also put in the payload."""
+        data = {"type": type_, **fields}
+        # Lock per session so broadcast order equals sequence order.
+        async with self._locks[session_id]:
+            row = await self.store.append(session_id, type_, data)
+            event = Event(type_, data, row.seq)
+            for sub in list(self._subs.get(session_id, ())):
+                sub.offer(event)
+        return event
+
+    def publish_live(self, session_id: str, type_: str, **fields: Any) -> None:
+        """Broadcast without persisting (token deltas)."""
+        event = Event(type_, {"type": type_, **fields}, None)
+        for sub in list(self._subs.get(session_id, ())):
+            sub.offer(event)
+
+    def subscribe(self, session_id: str) -> Subscription:
+        sub = Subscription()
+        self._subs[session_id].add(sub)
+        return sub
+
+    def unsubscribe(self, session_id: str, sub: Subscription) -> None:
+        subs = self._subs.get(session_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                self._subs.pop(session_id, None)
+
+    def subscriber_count(self, session_id: str) -> int:
+        return len(self._subs.get(session_id, ()))
+
+    async def replay(self, session_id: str, after_seq: int) -> list[Event]:
+        rows = await self.store.after(session_id, after_seq, limit=100_000)
+        return [Event(r.type, r.data, r.seq) for r in rows]
+
+    def forget(self, session_id: str) -> None:
+        """Drop a removed session's lock; its subscribers end on their own."""
+        self._locks.pop(session_id, None)

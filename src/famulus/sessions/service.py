@@ -1,0 +1,112 @@
+"""Session rules: lifecycle (active ⇄ archived → removed), naming, history.
+
+Lifecycle changes are announced on the session's event stream so every client
+showing the session stays in step.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+
+from famulus.chat.events import EventHub
+from famulus.errors import Conflict, NotFound
+from famulus.store.sessions import MessageRow, SessionRow, SessionStore
+from famulus.timeutil import now_iso
+
+DEFAULT_NAME = "New session"
+RECENT_LIMIT = 20
+
+# Called before a session is removed or cleared, e.g. to cancel its run.
+SessionHook = Callable[[str], Awaitable[None]]
+
+
+def new_session_id() -> str:
+    return "s_" + secrets.token_hex(8)
+
+
+class SessionService:
+    def __init__(self, store: SessionStore, events: EventHub) -> None:
+        self.store = store
+        self.events = events
+        self.before_remove: list[SessionHook] = []
+        self.before_clear: list[SessionHook] = []
+
+    async def create(self, name: str | None = None) -> SessionRow:
+        return await self.store.create(new_session_id(), name or DEFAULT_NAME)
+
+    async def get(self, session_id: str) -> SessionRow:
+        row = await self.store.get(session_id)
+        if row is None:
+            raise NotFound(f"No session with id '{session_id}'. List sessions with GET /sessions.")
+        return row
+
+    async def get_active(self, session_id: str) -> SessionRow:
+        """A session that can take new messages (not archived)."""
+        row = await self.get(session_id)
+        if row.archived_at is not None:
+            raise Conflict(
+                f"Session '{session_id}' is archived; restore it with "
+                f"POST /sessions/{session_id}/restore first."
+            )
+        return row
+
+    async def current(self, session_id: str | None = None) -> SessionRow:
+        """The given session, else the most recently active one, else a new one."""
+        if session_id:
+            return await self.get(session_id)
+        row = await self.store.most_recent_active()
+        return row if row is not None else await self.create()
+
+    async def recent(self) -> list[SessionRow]:
+        return await self.store.list(archived=False, limit=RECENT_LIMIT)
+
+    async def archived(self, limit: int = 200, offset: int = 0) -> list[SessionRow]:
+        return await self.store.list(archived=True, limit=limit, offset=offset)
+
+    async def rename(self, session_id: str, name: str) -> SessionRow:
+        await self.get(session_id)
+        row = await self.store.update(session_id, name=name)
+        assert row is not None
+        await self.events.publish(session_id, "session_renamed", session_id=session_id, name=name)
+        return row
+
+    async def archive(self, session_id: str) -> SessionRow:
+        row = await self.get(session_id)
+        if row.archived_at is not None:
+            return row
+        row2 = await self.store.update(session_id, archived_at=now_iso())
+        assert row2 is not None
+        await self.events.publish(session_id, "session_archived", session_id=session_id)
+        return row2
+
+    async def restore(self, session_id: str) -> SessionRow:
+        row = await self.get(session_id)
+        if row.archived_at is None:
+            return row
+        row2 = await self.store.update(session_id, archived_at=None, last_activity=now_iso())
+        assert row2 is not None
+        await self.events.publish(session_id, "session_restored", session_id=session_id)
+        return row2
+
+    async def delete_permanently(self, session_id: str) -> None:
+        await self.get(session_id)
+        for hook in self.before_remove:
+            await hook(session_id)
+        await self.store.delete(session_id)
+        self.events.forget(session_id)
+
+    async def clear(self, session_id: str | None) -> SessionRow:
+        row = await self.current(session_id)
+        for hook in self.before_clear:
+            await hook(row.session_id)
+        await self.store.clear_messages(row.session_id)
+        await self.events.publish(row.session_id, "session_cleared", session_id=row.session_id)
+        return row
+
+    async def history(self, session_id: str | None) -> tuple[SessionRow, list[MessageRow]]:
+        row = await self.current(session_id)
+        messages = await self.store.messages(
+            row.session_id, roles=("user", "assistant", "tool")
+        )
+        return row, messages

@@ -1,0 +1,75 @@
+"""Runtime settings, all read from ``FAMULUS_*`` environment variables.
+
+Every external service is reached through a base URL that is a setting, so the
+tests can point each one at a small local server speaking its protocol.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path.home() / ".famulus"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FAMULUS_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 6877
+    home: Path = Field(default_factory=_default_home)
+    api_key: SecretStr | None = None
+    timezone: str | None = None
+    log_level: str = "info"
+
+    # Authentication throttling: failures per client address within the window.
+    auth_max_failures: int = 10
+    auth_failure_window_s: float = 60.0
+
+    # Event stream
+    sse_ping_interval_s: float = 15.0
+
+    # Request size limits (bytes)
+    max_body_bytes: int = 1024 * 1024
+    max_chat_body_bytes: int = 20 * 1024 * 1024
+
+    # Provider and service base URLs (settings so tests can use local servers)
+    openai_base_url: str = "https://api.openai.com/v1"
+    anthropic_base_url: str = "https://api.anthropic.com"
+    google_base_url: str = "https://generativelanguage.googleapis.com"
+    openrouter_base_url: str = "https://openrouter.ai/api/v1"
+    codex_base_url: str = "https://chatgpt.com/backend-api/codex"
+    codex_auth_url: str = "https://auth.openai.com/oauth/authorize"
+    codex_token_url: str = "https://auth.openai.com/oauth/token"
+    codex_client_id: str = "app_EMoamEEZ73f0CkXaXp7hrann"
+    exa_base_url: str = "https://api.exa.ai"
+    telegram_base_url: str = "https://api.telegram.org"
+    skills_host_url: str = "https://api.github.com"
+
+    # Where the working directory's project skills live (``.skills/``)
+    project_dir: Path = Field(default_factory=Path.cwd)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "famulus.db"
+
+    @property
+    def key_file(self) -> Path:
+        return self.home / "api_key.json"
+
+    @property
+    def secrets_file(self) -> Path:
+        return self.home / "secrets.json"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.home / "skills"
+
+    def ensure_home(self) -> None:
+        """Create the data directory owner-only: it holds history and secrets."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.home.chmod(0o700)

@@ -1,0 +1,67 @@
+"""SQL for the per-session event log.
+
+Sequence numbers are assigned inside the single writer thread as
+``max(seq) + 1``, so they are gap-free and strictly increasing per session.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from famulus.store.db import Database
+from famulus.timeutil import now_iso
+
+
+@dataclass(frozen=True)
+class EventRow:
+    session_id: str
+    seq: int
+    type: str
+    data: dict[str, Any]
+    created_at: str
+
+
+class EventStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def append(self, session_id: str, type_: str, data: dict[str, Any]) -> EventRow:
+        now = now_iso()
+        run_id = data.get("run_id")
+
+        def op(conn: sqlite3.Connection) -> EventRow:
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO events (session_id, seq, type, run_id, data, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, seq, type_, run_id, json.dumps(data), now),
+            )
+            return EventRow(session_id, seq, type_, data, now)
+
+        return await self.db.write(op)
+
+    async def after(self, session_id: str, after_seq: int, limit: int = 1000) -> list[EventRow]:
+        def op(conn: sqlite3.Connection) -> list[EventRow]:
+            rows = conn.execute(
+                "SELECT seq, type, data, created_at FROM events"
+                " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, after_seq, limit),
+            ).fetchall()
+            return [
+                EventRow(session_id, r["seq"], r["type"], json.loads(r["data"]), r["created_at"])
+                for r in rows
+            ]
+
+        return await self.db.read(op)
+
+    async def last_seq(self, session_id: str) -> int:
+        return await self.db.read(
+            lambda conn: conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        )

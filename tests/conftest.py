@@ -1,0 +1,92 @@
+"""Shared fixtures: a real app over a real SQLite file in a temp FAMULUS_HOME.
+
+Two guards apply to every test: no socket may connect anywhere but loopback,
+and pydantic-ai refuses real model requests unless a test opts in with the
+``allow_model_requests`` fixture (for scripted local servers).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pydantic_ai.models
+
+from famulus.app import create_app
+from famulus.settings import Settings
+
+API_KEY = "test-key-0123456789abcdef0123456789abcdef"
+
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = None
+        if (ip is None and host != "localhost") or (ip is not None and not ip.is_loopback):
+            raise ConnectionRefusedError(f"tests may not connect to {host!r} (loopback only)")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loopback_only() -> Iterator[None]:
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def allow_model_requests() -> Iterator[None]:
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = True
+    yield
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "famulus-home"
+
+
+@pytest.fixture
+def settings(home: Path, tmp_path: Path) -> Settings:
+    return Settings(
+        home=home,
+        api_key=API_KEY,  # type: ignore[arg-type]
+        project_dir=tmp_path / "project",
+        sse_ping_interval_s=15.0,
+    )
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[Any]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url="http://famulus.test",
+        headers={"Authorization": f"Bearer {API_KEY}"},
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+async def anon(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://famulus.test") as c:
+        yield c
