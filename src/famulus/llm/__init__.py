@@ -1,0 +1,1 @@
+"""Model providers, credentials, custom models and model resolution."""
