@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import pydantic_ai.models
+import pytest
 
 from famulus.app import create_app
 from famulus.settings import Settings

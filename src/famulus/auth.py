@@ -76,9 +76,8 @@ class KeyVerifier:
         if self._verified is not None:
             return hmac.compare_digest(digest, self._verified)
         rec = self._record
-        computed = _scrypt(
-            token, bytes.fromhex(str(rec["salt"])), int(rec["n"]), int(rec["r"]), int(rec["p"])  # type: ignore[call-overload]
-        )
+        n, r, p = (int(str(rec[k])) for k in ("n", "r", "p"))
+        computed = _scrypt(token, bytes.fromhex(str(rec["salt"])), n, r, p)
         ok = hmac.compare_digest(computed, bytes.fromhex(str(rec["hash"])))
         if ok:
             self._verified = digest

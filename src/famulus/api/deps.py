@@ -32,7 +32,9 @@ def require_key(
         raise Unauthorized("Missing API key: send 'Authorization: Bearer <API_KEY>'.")
     if not c.verifier.verify(credentials.credentials):
         c.throttle.record_failure(client)
-        raise Unauthorized("Invalid API key. Use the key printed at first start, or run 'famulus key reset'.")
+        raise Unauthorized(
+            "Invalid API key. Use the key printed at first start, or run 'famulus key reset'."
+        )
 
 
 def token_is_valid(request: Request) -> bool | None:

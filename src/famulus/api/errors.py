@@ -36,7 +36,10 @@ _CODES = {
 
 
 def error_response(
-    status: int, detail: str, code: str | None = None, headers: dict[str, str] | None = None,
+    status: int,
+    detail: str,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
     body = {"detail": detail, "code": code or _CODES.get(status, "internal"), **extra}

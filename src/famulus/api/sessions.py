@@ -100,9 +100,7 @@ async def current_session(
     return SessionBrief(session_id=row.session_id, name=row.name, sources=row.sources)
 
 
-@router.get(
-    "/session/history", response_model=History, response_model_exclude_none=True
-)
+@router.get("/session/history", response_model=History, response_model_exclude_none=True)
 async def session_history(
     session_id: str | None = Query(default=None), c: Container = Depends(container)
 ) -> History:

@@ -47,7 +47,7 @@ class EventHub:
         self._subs: dict[str, set[Subscription]] = defaultdict(set)
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def publish(self, session_id: str, type_: str, **fields: Any) -> Event:
+    async def publish(self, session_id: str, type_: str, /, **fields: Any) -> Event:
         """Persist and broadcast one event; ``type`` is also put in the payload."""
         data = {"type": type_, **fields}
         # Lock per session so broadcast order equals sequence order.
@@ -58,7 +58,7 @@ class EventHub:
                 sub.offer(event)
         return event
 
-    def publish_live(self, session_id: str, type_: str, **fields: Any) -> None:
+    def publish_live(self, session_id: str, type_: str, /, **fields: Any) -> None:
         """Broadcast without persisting (token deltas)."""
         event = Event(type_, {"type": type_, **fields}, None)
         for sub in list(self._subs.get(session_id, ())):

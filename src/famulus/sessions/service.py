@@ -59,10 +59,10 @@ class SessionService:
         return row if row is not None else await self.create()
 
     async def recent(self) -> list[SessionRow]:
-        return await self.store.list(archived=False, limit=RECENT_LIMIT)
+        return await self.store.page(archived=False, limit=RECENT_LIMIT)
 
     async def archived(self, limit: int = 200, offset: int = 0) -> list[SessionRow]:
-        return await self.store.list(archived=True, limit=limit, offset=offset)
+        return await self.store.page(archived=True, limit=limit, offset=offset)
 
     async def rename(self, session_id: str, name: str) -> SessionRow:
         await self.get(session_id)
@@ -106,7 +106,5 @@ class SessionService:
 
     async def history(self, session_id: str | None) -> tuple[SessionRow, list[MessageRow]]:
         row = await self.current(session_id)
-        messages = await self.store.messages(
-            row.session_id, roles=("user", "assistant", "tool")
-        )
+        messages = await self.store.messages(row.session_id, roles=("user", "assistant", "tool"))
         return row, messages

@@ -44,9 +44,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._writer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
-        self._reader_pool = ThreadPoolExecutor(
-            max_workers=_READERS, thread_name_prefix="db-reader"
-        )
+        self._reader_pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="db-reader")
         self._local = threading.local()
         self._writer: sqlite3.Connection | None = None
         self._readers: list[sqlite3.Connection] = []

@@ -113,7 +113,7 @@ class SessionStore:
 
         return await self.db.read(op)
 
-    async def list(self, *, archived: bool, limit: int, offset: int = 0) -> list[SessionRow]:
+    async def page(self, *, archived: bool, limit: int, offset: int = 0) -> list[SessionRow]:
         where = "s.archived_at IS NOT NULL" if archived else "s.archived_at IS NULL"
         order = "s.archived_at DESC" if archived else "s.last_activity DESC"
 

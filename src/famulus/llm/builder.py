@@ -1,0 +1,70 @@
+"""Turn (provider, model id, credential, base URL) into a ready pydantic-ai model.
+
+Why here and nowhere else: the agent and memory areas only run models; which
+pydantic-ai class speaks which provider's protocol is this module's one job.
+No hand-written adapters: every model is a stock pydantic-ai model class.
+"""
+
+from __future__ import annotations
+
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.google import GoogleModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.openai_codex import OpenAICodexModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.google import GoogleProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.providers.openai_codex import OpenAICodexProvider
+
+# Local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) ignore the key, but
+# the OpenAI client refuses to start without one.
+PLACEHOLDER_KEY = "famulus-no-key"
+
+
+def build_model(
+    provider: str,
+    model_id: str,
+    *,
+    api_key: str | None,
+    base_url: str,
+    account_id: str | None = None,
+) -> Model:
+    """A pydantic-ai model for one provider; ``api_key`` is the key or OAuth access token."""
+    if provider in ("openai", "openrouter", "custom"):
+        return OpenAIChatModel(
+            model_id,
+            provider=OpenAIProvider(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY),
+        )
+    if provider == "anthropic":
+        return AnthropicModel(
+            model_id,
+            provider=AnthropicProvider(api_key=api_key or PLACEHOLDER_KEY, base_url=base_url),
+        )
+    if provider == "google":
+        return GoogleModel(
+            model_id,
+            provider=GoogleProvider(api_key=api_key or PLACEHOLDER_KEY, base_url=base_url),
+        )
+    if provider == "openai-codex":
+        return _codex_model(model_id, api_key or PLACEHOLDER_KEY, base_url, account_id)
+    raise ValueError(f"unknown provider {provider!r}")
+
+
+def _codex_model(model_id: str, token: str, base_url: str, account_id: str | None) -> Model:
+    """The Codex backend speaks the Responses API with the ChatGPT OAuth token.
+
+    pydantic-ai's own Codex provider pins the public host; we need the base URL
+    from settings, so an OpenAI provider carries the token and the Codex wire
+    profile is applied explicitly.
+    """
+    headers = {"originator": "famulus"}
+    if account_id:
+        headers["chatgpt-account-id"] = account_id
+    base = OpenAIProvider(base_url=base_url, api_key=token)
+    client = base.client.with_options(default_headers=headers)
+    return OpenAICodexModel(
+        model_id,
+        provider=OpenAIProvider(openai_client=client),
+        profile=OpenAICodexProvider.model_profile(model_id),
+    )

@@ -1,0 +1,149 @@
+"""Authentication, the key file, throttling and the error body on every error path."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import httpx
+import pytest
+
+from famulus.app import create_app
+from famulus.auth import generate_key, write_key_file
+from famulus.settings import Settings
+
+PROTECTED = [
+    ("GET", "/session"),
+    ("GET", "/sessions"),
+    ("POST", "/sessions"),
+    ("GET", "/sessions/archived"),
+    ("GET", "/session/history"),
+    ("POST", "/session/clear"),
+    ("GET", "/directives"),
+    ("PUT", "/directives"),
+    ("GET", "/chat/events/x"),
+    ("GET", "/openapi.json"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), PROTECTED)
+async def test_every_endpoint_needs_the_key(
+    anon: httpx.AsyncClient, method: str, path: str
+) -> None:
+    r = await anon.request(method, path)
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"
+    assert r.json()["code"] == "unauthorized"
+    r = await anon.request(method, path, headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401
+
+
+async def test_health_is_public_and_reports_auth(anon: httpx.AsyncClient) -> None:
+    from tests.conftest import API_KEY
+
+    assert (await anon.get("/health")).json() == {"status": "ok", "version": "0.1.0"}
+    ok = await anon.get("/health", headers={"Authorization": f"Bearer {API_KEY}"})
+    assert ok.json() == {"status": "ok", "version": "0.1.0", "auth": True}
+    bad = await anon.get("/health", headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 200 and bad.json()["auth"] is False
+
+
+async def test_repeated_failures_are_throttled(anon: httpx.AsyncClient, settings: Settings) -> None:
+    for _ in range(settings.auth_max_failures):
+        assert (
+            await anon.get("/sessions", headers={"Authorization": "Bearer x"})
+        ).status_code == 401
+    r = await anon.get("/sessions", headers={"Authorization": "Bearer x"})
+    assert r.status_code == 429
+    assert r.json()["code"] == "rate_limited"
+    assert int(r.headers["retry-after"]) >= 1
+
+
+def test_key_file_is_hashed_and_owner_only(tmp_path: Path) -> None:
+    key = generate_key()
+    path = tmp_path / "home" / "api_key.json"
+    write_key_file(path, key)
+    raw = path.read_text()
+    assert key not in raw and key.removeprefix("fam_") not in raw
+    record = json.loads(raw)
+    assert set(record) >= {"salt", "hash"}
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+async def test_stored_key_works_and_reset_invalidates_at_once(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    settings = Settings(home=home, project_dir=tmp_path)
+    old = generate_key()
+    write_key_file(settings.key_file, old)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            assert (
+                await c.get("/sessions", headers={"Authorization": f"Bearer {old}"})
+            ).status_code == 200
+            new = generate_key()
+            write_key_file(settings.key_file, new)
+            os.utime(settings.key_file, ns=(1, 1))  # force a distinct mtime
+            assert (
+                await c.get("/sessions", headers={"Authorization": f"Bearer {old}"})
+            ).status_code == 401
+            assert (
+                await c.get("/sessions", headers={"Authorization": f"Bearer {new}"})
+            ).status_code == 200
+
+
+async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/sessions", content=b'{"name":', headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 400
+    assert r.json() == {"detail": "The request body is not valid JSON.", "code": "invalid_request"}
+
+
+@pytest.mark.parametrize("body", [{"content": 5}, {}, {"content": "x", "extra": 1}, [], "text"])
+async def test_bad_bodies_are_422_with_errors(client: httpx.AsyncClient, body: object) -> None:
+    r = await client.put("/directives", json=body)
+    assert r.status_code == 422
+    data = r.json()
+    assert data["code"] == "invalid_request" and data["detail"]
+    assert all({"loc", "msg"} <= set(e) for e in data["errors"])
+
+
+async def test_unknown_route_and_wrong_method(client: httpx.AsyncClient) -> None:
+    r = await client.get("/no/such/route")
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    r = await client.delete("/directives")
+    assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+
+
+async def test_oversized_bodies_are_413(client: httpx.AsyncClient) -> None:
+    big = json.dumps({"content": "x" * (1024 * 1024 + 10)}).encode()
+    r = await client.put("/directives", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
+
+    async def chunks():
+        for _ in range(20):
+            yield b"x" * 100_000
+
+    r = await client.put(
+        "/directives", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 413
+
+
+async def test_directives_roundtrip_and_limit(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/directives")).json() == {"content": ""}
+    r = await client.put("/directives", json={"content": "Answer in French."})
+    assert r.json() == {"content": "Answer in French."}
+    assert (await client.get("/directives")).json() == {"content": "Answer in French."}
+    r = await client.put("/directives", json={"content": "x" * 20_001})
+    assert r.status_code == 422
+
+
+async def test_openapi_describes_endpoints(client: httpx.AsyncClient) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    assert "/sessions/{session_id}/permanent" in doc["paths"]
+    assert "/chat/events/{session_id}" in doc["paths"]

@@ -1,0 +1,116 @@
+"""The session event stream over real HTTP: live events, replay, keep-alive, leaving clients."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.conftest import API_KEY
+from tests.support.live import serve_in_thread
+from tests.support.sse import collect, iter_events
+
+from famulus.app import create_app
+from famulus.settings import Settings
+
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[tuple[str, object]]:
+    settings = Settings(
+        home=tmp_path / "home", api_key=API_KEY, project_dir=tmp_path, sse_ping_interval_s=0.2
+    )
+    app = create_app(settings)
+    with serve_in_thread(app) as base:
+        yield base, app
+
+
+def _session(http: httpx.Client) -> str:
+    return str(http.post("/sessions", json={"name": "a"}).json()["session_id"])
+
+
+def test_live_events_and_replay(live: tuple[str, object]) -> None:
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        received: list = []
+
+        def reader() -> None:
+            received.extend(collect(http, f"/chat/events/{sid}", 3))
+
+        t = threading.Thread(target=reader)
+        t.start()
+        time.sleep(0.3)
+        http.patch(f"/sessions/{sid}", json={"name": "b"})
+        http.post("/session/clear", json={"session_id": sid})
+        http.delete(f"/sessions/{sid}")
+        t.join(timeout=10)
+        assert [e.event for e in received] == [
+            "session_renamed",
+            "session_cleared",
+            "session_archived",
+        ]
+        assert [e.id for e in received] == [1, 2, 3]
+        assert received[0].data == {"type": "session_renamed", "session_id": sid, "name": "b"}
+
+        again = collect(http, f"/chat/events/{sid}", 2, headers={"Last-Event-ID": "1"})
+        assert [e.id for e in again] == [2, 3]
+        after = collect(http, f"/chat/events/{sid}?after=2", 1)
+        assert [e.id for e in after] == [3]
+
+
+def test_keepalive_comment_and_headers(live: tuple[str, object]) -> None:
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        with http.stream("GET", f"/chat/events/{sid}") as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            lines = []
+            for line in r.iter_lines():
+                lines.append(line)
+                if line == ": ping":
+                    break
+        assert ": ping" in lines
+
+
+def test_clients_that_leave_are_unsubscribed(live: tuple[str, object]) -> None:
+    base, app = live
+    hub = app.state.container.events  # type: ignore[attr-defined]
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        with http.stream("GET", f"/chat/events/{sid}") as r:
+            next(r.iter_lines())
+            assert hub.subscriber_count(sid) == 1
+        deadline = time.monotonic() + 3
+        while hub.subscriber_count(sid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hub.subscriber_count(sid) == 0
+
+
+def test_stream_errors(live: tuple[str, object]) -> None:
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        assert http.get("/chat/events/unknown").status_code == 404
+        sid = _session(http)
+        r = http.get(f"/chat/events/{sid}", headers={"Last-Event-ID": "abc"})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+        assert http.get(f"/chat/events/{sid}?after=-1").status_code == 422
+
+
+def test_many_events_in_order(live: tuple[str, object]) -> None:
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        for i in range(30):
+            http.patch(f"/sessions/{sid}", json={"name": f"n{i}"})
+        with http.stream("GET", f"/chat/events/{sid}") as r:
+            ids = []
+            for ev in iter_events(r):
+                ids.append(ev.id)
+                if len(ids) == 30:
+                    break
+        assert ids == list(range(1, 31))
