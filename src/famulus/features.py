@@ -14,7 +14,10 @@ from fastapi import FastAPI
 from famulus.container import Container
 
 # Module paths of area installers, in start-up order.
-AREAS: list[str] = []
+AREAS: list[str] = [
+    "famulus.llm.install",
+    "famulus.skills",
+]
 
 
 def install(app: FastAPI, container: Container) -> None:

@@ -1,0 +1,19 @@
+"""Skills: user-facing commands (``/name``) described by a ``SKILL.md``."""
+
+from __future__ import annotations
+
+from fastapi import Depends, FastAPI
+
+from famulus.container import Container
+
+
+def install(app: FastAPI, container: Container) -> None:
+    from famulus.api import skills as skills_api
+    from famulus.api.deps import require_key
+    from famulus.skills.installer import SkillInstaller
+    from famulus.skills.registry import SkillRegistry
+
+    registry = SkillRegistry(container.settings)
+    container.extras["skills"] = registry
+    container.extras["skill_installer"] = SkillInstaller(container.settings, registry)
+    app.include_router(skills_api.router, dependencies=[Depends(require_key)])

@@ -1,0 +1,84 @@
+"""Skill discovery: builtin → project (``.skills/``) → global (``$FAMULUS_HOME/skills``).
+
+Discovery reads the folders on every call: skills are a handful of small files,
+and reading fresh means a skill dropped into a folder is usable at once with
+no reload command. On a name clash the first found wins; the shadowed one is
+logged once.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from famulus.errors import Forbidden, NotFound
+from famulus.settings import Settings
+from famulus.skills.skill import MANIFEST, Location, Skill, load_skill
+
+log = logging.getLogger(__name__)
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+
+
+class SkillRegistry:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._warned: set[tuple[str, str]] = set()
+
+    def roots(self) -> list[tuple[Location, Path]]:
+        return [
+            ("builtin", BUILTIN_DIR),
+            ("project", self.settings.project_dir / ".skills"),
+            ("global", self.settings.skills_dir),
+        ]
+
+    def _scan(self, location: Location, root: Path) -> list[Skill]:
+        if not root.is_dir():
+            return []
+        skills = []
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            if folder.name.startswith(".") or not (folder / MANIFEST).is_file():
+                continue
+            try:
+                skills.append(load_skill(folder, location))
+            except Exception as exc:  # a broken skill must not hide the others
+                log.warning("skipping skill at %s: %s", folder, exc)
+        return skills
+
+    def all(self) -> list[Skill]:
+        chosen: dict[str, Skill] = {}
+        for location, root in self.roots():
+            for skill in self._scan(location, root):
+                first = chosen.get(skill.name)
+                if first is None:
+                    chosen[skill.name] = skill
+                elif (skill.name, str(skill.path)) not in self._warned:
+                    self._warned.add((skill.name, str(skill.path)))
+                    log.warning(
+                        "skill '%s' at %s is shadowed by the %s skill at %s",
+                        skill.name,
+                        skill.path,
+                        first.location,
+                        first.path,
+                    )
+        return list(chosen.values())
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.all() if s.name == name), None)
+
+    def require(self, name: str) -> Skill:
+        skill = self.get(name)
+        if skill is None:
+            raise NotFound(f"No skill named '{name}'. List skills with GET /skills.")
+        return skill
+
+    def removable(self, name: str) -> Skill:
+        """The global skill to uninstall; builtin and project skills are refused."""
+        skill = self.require(name)
+        if skill.location == "builtin":
+            raise Forbidden(f"'{name}' is a builtin skill and cannot be removed.")
+        if skill.location == "project":
+            raise Forbidden(
+                f"'{name}' is a project skill in {skill.path}; remove that folder yourself."
+            )
+        return skill
