@@ -46,9 +46,27 @@ class Settings(BaseSettings):
     codex_auth_url: str = "https://auth.openai.com/oauth/authorize"
     codex_token_url: str = "https://auth.openai.com/oauth/token"
     codex_client_id: str = "app_EMoamEEZ73f0CkXaXp7hrann"
+    # Loopback port of the OAuth redirect listener; the public Codex client is
+    # registered for http://localhost:1455/auth/callback. 0 picks a free port.
+    codex_callback_port: int = 1455
     exa_base_url: str = "https://api.exa.ai"
     telegram_base_url: str = "https://api.telegram.org"
     skills_host_url: str = "https://api.github.com"
+
+    # Memory: extraction runs when a session is quiet this long, or at once
+    # after this many new messages; the recalled-memory budget in the prompt.
+    memory_quiet_s: float = 120.0
+    memory_extract_after_messages: int = 20
+    memory_budget_chars: int = 4000
+
+    # Outgoing e-mail for the email notifier
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_from: str | None = None
+    smtp_starttls: bool = False
+    smtp_ssl: bool = False
 
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)

@@ -1,0 +1,76 @@
+"""Notifier types and configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from famulus.api.deps import container
+from famulus.api.schemas import RequestBody
+from famulus.container import Container
+from famulus.notify.types import describe_types
+from famulus.store.notifiers import NotifierRow
+
+router = APIRouter(tags=["notifiers"])
+
+
+class NotifierIn(RequestBody):
+    name: str = Field(min_length=1, max_length=64)
+    type: str
+    config: dict[str, Any]
+
+
+class NotifierOut(BaseModel):
+    name: str
+    type: str
+    config: dict[str, Any]
+    created_at: str
+
+
+class NotifierList(BaseModel):
+    configs: list[NotifierOut]
+
+
+class TypeInfo(BaseModel):
+    fields: list[str]
+
+
+class Types(BaseModel):
+    types: dict[str, TypeInfo]
+
+
+class Status(BaseModel):
+    status: str
+
+
+def _out(row: NotifierRow) -> NotifierOut:
+    return NotifierOut(name=row.name, type=row.type, config=row.config, created_at=row.created_at)
+
+
+@router.get("/notifiers/types", response_model=Types)
+async def notifier_types() -> Types:
+    return Types(types={k: TypeInfo(**v) for k, v in describe_types().items()})
+
+
+@router.get("/notifiers/configs", response_model=NotifierList)
+async def list_configs(c: Container = Depends(container)) -> NotifierList:
+    return NotifierList(configs=[_out(r) for r in await c.extras["notifiers"].all()])
+
+
+@router.post("/notifiers/configs", response_model=NotifierOut, status_code=201)
+async def create_config(body: NotifierIn, c: Container = Depends(container)) -> NotifierOut:
+    return _out(await c.extras["notifiers"].create(body.name, body.type, body.config))
+
+
+@router.post("/notifiers/configs/{name}/test", response_model=Status)
+async def test_config(name: str, c: Container = Depends(container)) -> Status:
+    await c.extras["notifiers"].test(name)
+    return Status(status="sent")
+
+
+@router.delete("/notifiers/configs/{name}", response_model=Status)
+async def delete_config(name: str, c: Container = Depends(container)) -> Status:
+    await c.extras["notifiers"].delete(name)
+    return Status(status="deleted")

@@ -1,0 +1,82 @@
+"""Notifier configs and delivery; automations call ``send`` with their results."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from famulus.errors import Conflict, InvalidRequest, NotFound
+from famulus.notify import senders
+from famulus.notify.types import validate_config
+from famulus.settings import Settings
+from famulus.store.notifiers import NotifierRow, NotifierStore
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class NotifierService:
+    def __init__(self, settings: Settings, store: NotifierStore, extras: dict[str, Any]) -> None:
+        self.settings = settings
+        self.store = store
+        self.extras = extras  # to find the llm service's stored Telegram token
+        # Callables name → bool telling whether an automation uses the notifier.
+        self.in_use_checks: list[Any] = []
+
+    async def create(self, name: str, type_: str, config: dict[str, Any]) -> NotifierRow:
+        if not _NAME.match(name):
+            raise InvalidRequest(
+                "Notifier name must be 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit."
+            )
+        clean = validate_config(type_, config)
+        row = await self.store.add(name, type_, clean)
+        if row is None:
+            raise Conflict(f"A notifier named '{name}' already exists.")
+        return row
+
+    async def get(self, name: str) -> NotifierRow:
+        row = await self.store.get(name)
+        if row is None:
+            raise NotFound(f"No notifier named '{name}'. List them with GET /notifiers/configs.")
+        return row
+
+    async def all(self) -> list[NotifierRow]:
+        return await self.store.all()
+
+    async def delete(self, name: str) -> None:
+        await self.get(name)
+        for check in self.in_use_checks:
+            users = await check(name)
+            if users:
+                raise Conflict(
+                    f"Notifier '{name}' is used by automation(s) {', '.join(users)}; "
+                    "remove it from them first."
+                )
+        await self.store.delete(name)
+
+    async def missing(self, names: list[str]) -> list[str]:
+        known = {row.name for row in await self.store.all()}
+        return [n for n in names if n not in known]
+
+    async def send(self, name: str, title: str, text: str) -> None:
+        row = await self.get(name)
+        if row.type == "telegram":
+            token = await self._telegram_token()
+            body = f"{title}\n\n{text}" if title else text
+            await senders.send_telegram(
+                self.settings.telegram_base_url, token, row.config["chat_id"], body
+            )
+        elif row.type == "email":
+            await senders.send_email(self.settings, row.config["to"], title or "famulus", text)
+        else:
+            payload = {"notifier": name, "title": title, "text": text}
+            await senders.send_webhook(row.config["url"], payload)
+
+    async def test(self, name: str) -> None:
+        await self.send(name, "famulus test", "This is a test message from famulus.")
+
+    async def _telegram_token(self) -> str | None:
+        llm = self.extras.get("llm")
+        if llm is None or not hasattr(llm, "service_credential"):
+            return None
+        token: str | None = await llm.service_credential("telegram")
+        return token

@@ -1,0 +1,166 @@
+"""Notifier types and configs, and real delivery: Telegram (local Bot API),
+e-mail (a real SMTP server, aiosmtpd) and webhooks (a local HTTP server)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.handlers import Message
+from tests.conftest import API_KEY
+from tests.support.fake_http import recording_server, telegram_route
+from tests.support.live import free_port
+
+from famulus.app import create_app
+from famulus.settings import Settings
+
+TOKEN = "123456:telegram-test-token"
+
+
+class Inbox(Message):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[Any] = []
+
+    def handle_message(self, message: Any) -> None:
+        self.messages.append(message)
+
+
+@pytest.fixture
+def smtp() -> Iterator[tuple[Inbox, int]]:
+    inbox = Inbox()
+    port = free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield inbox, port
+    finally:
+        controller.stop()
+
+
+@pytest.fixture
+def telegram() -> Iterator[Any]:
+    with recording_server(telegram_route(TOKEN)) as rec:
+        yield rec
+
+
+@pytest.fixture
+async def nclient(
+    tmp_path: Path, smtp: tuple[Inbox, int], telegram: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = Settings(
+        home=tmp_path / "home",
+        api_key=API_KEY,
+        project_dir=tmp_path,  # type: ignore[arg-type]
+        smtp_host="127.0.0.1",
+        smtp_port=smtp[1],
+        smtp_from="famulus@example.org",
+        telegram_base_url=telegram.url,
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://t", headers={"Authorization": f"Bearer {API_KEY}"}
+        ) as c:
+            yield c
+
+
+async def test_types(nclient: httpx.AsyncClient) -> None:
+    r = await nclient.get("/notifiers/types")
+    assert r.json() == {
+        "types": {
+            "telegram": {"fields": ["chat_id"]},
+            "email": {"fields": ["to"]},
+            "webhook": {"fields": ["url"]},
+        }
+    }
+
+
+async def test_create_list_delete(nclient: httpx.AsyncClient) -> None:
+    r = await nclient.post(
+        "/notifiers/configs", json={"name": "me", "type": "telegram", "config": {"chat_id": "42"}}
+    )
+    assert r.status_code == 201
+    assert r.json()["config"] == {"chat_id": "42"} and r.json()["created_at"].endswith("Z")
+    dup = await nclient.post(
+        "/notifiers/configs", json={"name": "me", "type": "webhook", "config": {"url": "http://x"}}
+    )
+    assert dup.status_code == 409
+    assert [c["name"] for c in (await nclient.get("/notifiers/configs")).json()["configs"]] == [
+        "me"
+    ]
+    assert (await nclient.delete("/notifiers/configs/me")).json() == {"status": "deleted"}
+    assert (await nclient.delete("/notifiers/configs/me")).status_code == 404
+    assert (await nclient.post("/notifiers/configs/me/test")).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "a", "type": "pager", "config": {}},
+        {"name": "a", "type": "telegram", "config": {}},
+        {"name": "a", "type": "telegram", "config": {"chat_id": 5}},
+        {"name": "a", "type": "email", "config": {"to": "not-an-address"}},
+        {"name": "a", "type": "webhook", "config": {"url": "ftp://x"}},
+        {"name": "a", "type": "webhook", "config": {"url": "http://x", "extra": 1}},
+        {"name": "bad name!", "type": "webhook", "config": {"url": "http://x"}},
+        {"name": "a", "type": "webhook"},
+    ],
+)
+async def test_bad_configs_are_422(nclient: httpx.AsyncClient, body: dict) -> None:
+    r = await nclient.post("/notifiers/configs", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["code"] == "invalid_request"
+
+
+async def test_email_delivery(nclient: httpx.AsyncClient, smtp: tuple[Inbox, int]) -> None:
+    await nclient.post(
+        "/notifiers/configs",
+        json={"name": "mail", "type": "email", "config": {"to": "me@example.org"}},
+    )
+    r = await nclient.post("/notifiers/configs/mail/test")
+    assert r.json() == {"status": "sent"}
+    msg = smtp[0].messages[0]
+    assert msg["To"] == "me@example.org" and msg["From"] == "famulus@example.org"
+    assert "test message" in msg.get_payload()
+
+
+async def test_webhook_delivery_and_failure(nclient: httpx.AsyncClient) -> None:
+    with recording_server(lambda m, p, b: (200 if p == "/ok" else 500, {})) as hook:
+        await nclient.post(
+            "/notifiers/configs",
+            json={"name": "ok", "type": "webhook", "config": {"url": hook.url + "/ok"}},
+        )
+        await nclient.post(
+            "/notifiers/configs",
+            json={"name": "bad", "type": "webhook", "config": {"url": hook.url + "/bad"}},
+        )
+        assert (await nclient.post("/notifiers/configs/ok/test")).json() == {"status": "sent"}
+        method, path, body = hook.requests[0]
+        assert method == "POST" and body["notifier"] == "ok" and "test message" in body["text"]
+        r = await nclient.post("/notifiers/configs/bad/test")
+        assert r.status_code == 502 and "500" in r.json()["detail"]
+
+
+async def test_telegram_delivery(nclient: httpx.AsyncClient, telegram: Any) -> None:
+    await nclient.post(
+        "/notifiers/configs", json={"name": "tg", "type": "telegram", "config": {"chat_id": "42"}}
+    )
+    r = await nclient.post("/notifiers/configs/tg/test")
+    assert r.status_code == 503  # no bot token connected yet
+    r = await nclient.post("/services/telegram/connect", json={"api_key": TOKEN})
+    assert r.status_code == 200, r.text
+    assert (await nclient.post("/notifiers/configs/tg/test")).json() == {"status": "sent"}
+    sent = [req for req in telegram.requests if req[1].endswith("/sendMessage")]
+    assert sent[-1][2]["chat_id"] == "42"
+    await nclient.post(
+        "/notifiers/configs",
+        json={"name": "tgbad", "type": "telegram", "config": {"chat_id": "bad"}},
+    )
+    r = await nclient.post("/notifiers/configs/tgbad/test")
+    assert r.status_code == 502 and "chat not found" in r.json()["detail"]

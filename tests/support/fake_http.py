@@ -1,0 +1,71 @@
+"""A tiny recording HTTP server for webhook and Telegram Bot API tests."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# handler(method, path, json_body) → (status, json_response)
+Route = Callable[[str, str, Any], tuple[int, Any]]
+
+
+@dataclass
+class Recorder:
+    url: str = ""
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+
+
+@contextmanager
+def recording_server(route: Route) -> Iterator[Recorder]:
+    rec = Recorder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            rec.requests.append((self.command, self.path, body))
+            status, reply = route(self.command, self.path, body)
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _handle  # noqa: N815
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    rec.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def telegram_route(token: str) -> Route:
+    """Speaks getMe and sendMessage for one valid bot token."""
+
+    def route(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if not path.startswith(f"/bot{token}/"):
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        if path.endswith("/getMe"):
+            return 200, {"ok": True, "result": {"id": 1, "is_bot": True, "username": "famulus_bot"}}
+        if path.endswith("/sendMessage"):
+            if body.get("chat_id") == "bad":
+                return 400, {"ok": False, "description": "Bad Request: chat not found"}
+            return 200, {"ok": True, "result": {"message_id": 7}}
+        return 404, {"ok": False, "description": "Not Found"}
+
+    return route
