@@ -16,7 +16,11 @@ from famulus.container import Container
 # Module paths of area installers, in start-up order.
 AREAS: list[str] = [
     "famulus.llm.install",
+    "famulus.memory.install",
     "famulus.skills",
+    "famulus.notify",
+    "famulus.chat.install",
+    "famulus.automations",
 ]
 
 

@@ -1,0 +1,181 @@
+"""Automations: CRUD, toggles, run now, and the automation event stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from famulus.api.deps import container
+from famulus.api.schemas import RequestBody
+from famulus.automations.service import AutomationService
+from famulus.container import Container
+from famulus.store.automations import AutomationRow
+
+router = APIRouter(tags=["automations"])
+
+
+class AutomationIn(RequestBody):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1, max_length=20_000)
+    trigger: dict[str, Any]
+    notifiers: list[str] = Field(default_factory=list, max_length=20)
+    writable: bool = False
+    enabled: bool = True
+
+
+class AutomationPatch(RequestBody):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, min_length=1, max_length=20_000)
+    trigger: dict[str, Any] | None = None
+    notifiers: list[str] | None = Field(default=None, max_length=20)
+    writable: bool | None = None
+    enabled: bool | None = None
+
+
+class Automation(BaseModel):
+    id: int
+    name: str
+    description: str
+    trigger: dict[str, Any]
+    notifiers: list[str]
+    enabled: bool
+    writable: bool
+    created_at: str
+    updated_at: str
+    last_run_at: str | None
+    next_run_at: str | None
+    last_result: str | None
+    last_status: str | None
+    running: bool
+
+
+class AutomationRun(BaseModel):
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: str
+    result: str | None
+
+
+class AutomationDetail(Automation):
+    runs: list[AutomationRun]
+
+
+class AutomationList(BaseModel):
+    automations: list[Automation]
+
+
+class Enabled(BaseModel):
+    id: int
+    enabled: bool
+
+
+class Writable(BaseModel):
+    id: int
+    writable: bool
+
+
+class Started(BaseModel):
+    status: str
+    run_id: int
+
+
+class Deleted(BaseModel):
+    status: str
+    id: int
+
+
+def _svc(c: Container) -> AutomationService:
+    service: AutomationService = c.extras["automations"]
+    return service
+
+
+def _out(row: AutomationRow, svc: AutomationService) -> dict[str, Any]:
+    data = {k: v for k, v in row.__dict__.items() if k != "session_id"}
+    return {**data, "running": svc.is_running(row.id)}
+
+
+@router.post("/automations", response_model=Automation, status_code=201)
+async def create(body: AutomationIn, c: Container = Depends(container)) -> Any:
+    svc = _svc(c)
+    return _out(await svc.create(body.model_dump()), svc)
+
+
+@router.get("/automations", response_model=AutomationList)
+async def list_all(c: Container = Depends(container)) -> Any:
+    svc = _svc(c)
+    return {"automations": [_out(r, svc) for r in await svc.all()]}
+
+
+@router.get("/automations/events", response_class=StreamingResponse)
+async def events(c: Container = Depends(container)) -> StreamingResponse:
+    svc, ping = _svc(c), c.settings.sse_ping_interval_s
+
+    async def stream() -> AsyncIterator[str]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        svc.listeners.add(queue)
+        try:
+            yield ": connected\n\n"
+            while True:
+                try:
+                    event = await asyncio.wait_for(queue.get(), timeout=ping)
+                except TimeoutError:
+                    yield ": ping\n\n"
+                    continue
+                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+        finally:
+            svc.listeners.discard(queue)
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+@router.get("/automations/{automation_id}", response_model=AutomationDetail)
+async def get_one(automation_id: int, c: Container = Depends(container)) -> Any:
+    svc = _svc(c)
+    row = await svc.get(automation_id)
+    runs = [r.__dict__ for r in await svc.runs(automation_id)]
+    return {**_out(row, svc), "runs": runs}
+
+
+@router.patch("/automations/{automation_id}", response_model=Automation)
+async def patch(
+    automation_id: int, body: AutomationPatch, c: Container = Depends(container)
+) -> Any:
+    svc = _svc(c)
+    fields = body.model_dump(exclude_unset=True)
+    if any(v is None for v in fields.values()):
+        from famulus.errors import InvalidRequest
+
+        raise InvalidRequest("Fields may not be null; leave out what you do not change.")
+    return _out(await svc.update(automation_id, fields), svc)
+
+
+@router.post("/automations/{automation_id}/toggle", response_model=Enabled)
+async def toggle(automation_id: int, c: Container = Depends(container)) -> Enabled:
+    row = await _svc(c).flip(automation_id, "enabled")
+    return Enabled(id=row.id, enabled=row.enabled)
+
+
+@router.post("/automations/{automation_id}/writable", response_model=Writable)
+async def writable(automation_id: int, c: Container = Depends(container)) -> Writable:
+    row = await _svc(c).flip(automation_id, "writable")
+    return Writable(id=row.id, writable=row.writable)
+
+
+@router.post("/automations/{automation_id}/run", response_model=Started, status_code=202)
+async def run_now(automation_id: int, c: Container = Depends(container)) -> Started:
+    return Started(status="started", run_id=await _svc(c).run_now(automation_id))
+
+
+@router.delete("/automations/{automation_id}", response_model=Deleted)
+async def delete(automation_id: int, c: Container = Depends(container)) -> Deleted:
+    await _svc(c).delete(automation_id)
+    return Deleted(status="deleted", id=automation_id)

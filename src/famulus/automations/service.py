@@ -1,0 +1,216 @@
+"""Automation rules: CRUD, toggles, the scheduler loop and one run at a time.
+
+The scheduler wakes every few seconds and starts every enabled automation whose
+``next_run_at`` has passed, so a run missed while the server was down happens
+once at start-up (not once per missed slot). A per-automation lock guarantees
+two runs of one automation never overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from famulus.agent.clock import zone_name
+from famulus.automations import runner
+from famulus.automations.triggers import next_fire, validate_trigger
+from famulus.container import Container
+from famulus.errors import Conflict, InvalidRequest, NotFound
+from famulus.store.automations import AutomationRow, AutomationRunRow, AutomationStore
+from famulus.timeutil import iso, now_iso, parse_iso, utcnow
+
+log = logging.getLogger(__name__)
+TICK_S = 5.0
+
+
+class AutomationService:
+    def __init__(self, c: Container, store: AutomationStore) -> None:
+        self.c = c
+        self.store = store
+        self.zone = ZoneInfo(zone_name(c.settings.timezone))
+        self.running: dict[int, asyncio.Task[None]] = {}
+        self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._loop: asyncio.Task[None] | None = None
+
+    # -- CRUD ----------------------------------------------------------------
+
+    async def create(self, fields: dict[str, Any]) -> AutomationRow:
+        fields["trigger"] = validate_trigger(fields["trigger"])
+        await self._check_notifiers(fields.get("notifiers") or [])
+        fields["next_run_at"] = self._next(fields["trigger"], utcnow())
+        return await self.store.create(fields)
+
+    async def get(self, automation_id: int) -> AutomationRow:
+        row = await self.store.get(automation_id)
+        if row is None:
+            raise NotFound(
+                f"No automation with id {automation_id}. List them with GET /automations."
+            )
+        return row
+
+    async def all(self) -> list[AutomationRow]:
+        return await self.store.all()
+
+    async def runs(self, automation_id: int) -> list[AutomationRunRow]:
+        return await self.store.runs(automation_id)
+
+    async def update(self, automation_id: int, fields: dict[str, Any]) -> AutomationRow:
+        await self.get(automation_id)
+        if "trigger" in fields:
+            fields["trigger"] = validate_trigger(fields["trigger"])
+            fields["next_run_at"] = self._next(fields["trigger"], utcnow())
+        if "notifiers" in fields:
+            await self._check_notifiers(fields["notifiers"])
+        row = await self.store.update(automation_id, fields)
+        assert row is not None
+        return row
+
+    async def flip(self, automation_id: int, field: str) -> AutomationRow:
+        row = await self.get(automation_id)
+        value = not getattr(row, field)
+        extra: dict[str, Any] = {}
+        if field == "enabled" and value:
+            extra["next_run_at"] = self._next(row.trigger, utcnow())
+        return await self.update(automation_id, {field: value, **extra})
+
+    async def delete(self, automation_id: int) -> None:
+        await self.get(automation_id)
+        task = self.running.get(automation_id)
+        if task is not None:
+            task.cancel()
+        await self.store.delete(automation_id)
+
+    def is_running(self, automation_id: int) -> bool:
+        return automation_id in self.running
+
+    # -- runs ----------------------------------------------------------------
+
+    async def run_now(self, automation_id: int) -> int:
+        row = await self.get(automation_id)
+        if self.is_running(automation_id):
+            raise Conflict(f"Automation {automation_id} is already running.")
+        return await self._launch(row)
+
+    async def _launch(self, row: AutomationRow) -> int:
+        run_row = await self.store.start_run(row.id, now_iso())
+        self.running[row.id] = asyncio.create_task(self._run(row, run_row))
+        return run_row
+
+    async def _run(self, row: AutomationRow, run_row: int) -> None:
+        started = utcnow()
+        self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
+        try:
+            session_id = await self._session(row)
+            outcome = await runner.execute(self.c, session_id, row.description, row.writable)
+            delivery = await self._deliver(row, outcome)
+            status = (
+                outcome.status
+                if not delivery
+                else "error"
+                if outcome.status == "ok"
+                else outcome.status
+            )
+            result = outcome.result + (f"\n\nDelivery problems: {delivery}" if delivery else "")
+            await self.store.finish_run(run_row, status, result, outcome.run_id)
+            await self.store.update(
+                row.id,
+                {"last_run_at": iso(started), "last_result": result, "last_status": status},
+                touch=False,
+            )
+            await self._learn(row, status, result)
+            self._broadcast(
+                {"type": "automation_finished", "id": row.id, "status": status, "result": result}
+            )
+        except asyncio.CancelledError:
+            await self.store.finish_run(run_row, "cancelled", "Cancelled.", None)
+            raise
+        finally:
+            self.running.pop(row.id, None)
+
+    async def _session(self, row: AutomationRow) -> str:
+        sessions = self.c.sessions
+        if row.session_id and await sessions.store.get(row.session_id) is not None:
+            got = await sessions.store.get(row.session_id)
+            if got is not None and got.archived_at is None:
+                return row.session_id
+        created = await sessions.create(f"Automation: {row.name}")
+        await self.store.update(row.id, {"session_id": created.session_id}, touch=False)
+        return created.session_id
+
+    async def _deliver(self, row: AutomationRow, outcome: runner.Outcome) -> str:
+        notifiers = self.c.extras.get("notifiers")
+        problems = []
+        title = f"{row.name}" + ("" if outcome.status == "ok" else f" ({outcome.status})")
+        for name in row.notifiers:
+            try:
+                await notifiers.send(name, title, outcome.result or "(no output)")  # type: ignore[union-attr]
+            except Exception as exc:
+                problems.append(f"{name}: {getattr(exc, 'detail', exc)}")
+        return "; ".join(problems)
+
+    async def _learn(self, row: AutomationRow, status: str, result: str) -> None:
+        memory = self.c.extras.get("memory")
+        if memory is None:
+            return
+        try:
+            await memory.record_learning_event(
+                "automation_outcome",
+                f"Automation '{row.name}' finished: {status}",
+                session_id=row.session_id,
+                run_id=None,
+                data={"automation_id": row.id, "result": result[:2000]},
+            )
+        except Exception:
+            log.exception("recording the automation outcome failed")
+
+    # -- scheduler -----------------------------------------------------------
+
+    def _next(self, trigger: dict[str, Any], after: datetime) -> str | None:
+        fire = next_fire(trigger, after, self.zone)
+        return iso(fire) if fire else None
+
+    async def tick(self) -> None:
+        now = utcnow()
+        for row in await self.store.all():
+            if not row.enabled or row.next_run_at is None or self.is_running(row.id):
+                continue
+            if parse_iso(row.next_run_at) <= now:
+                await self.store.update(
+                    row.id, {"next_run_at": self._next(row.trigger, now)}, touch=False
+                )
+                await self._launch(row)
+
+    async def start(self) -> None:
+        await self.store.interrupt_running()
+        self._loop = asyncio.create_task(self._scheduler())
+
+    async def _scheduler(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("automation scheduler tick failed")
+            await asyncio.sleep(TICK_S)
+
+    async def stop(self) -> None:
+        tasks = [t for t in [self._loop, *self.running.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- events --------------------------------------------------------------
+
+    def _broadcast(self, event: dict[str, Any]) -> None:
+        for q in list(self.listeners):
+            q.put_nowait(event)
+
+    async def _check_notifiers(self, names: list[str]) -> None:
+        notifiers = self.c.extras.get("notifiers")
+        missing = await notifiers.missing(names) if notifiers else names
+        if missing:
+            raise InvalidRequest(
+                f"Unknown notifier(s): {', '.join(missing)}. Create them with POST /notifiers/configs."
+            )
