@@ -35,6 +35,7 @@ class ProviderInfo:
 
 
 _ANTHROPIC = (
+    ModelInfo("claude-sonnet-4-6", 200_000, 64_000, True, 3.0, 15.0),
     ModelInfo("claude-sonnet-4-5", 200_000, 64_000, True, 3.0, 15.0),
     ModelInfo("claude-opus-4-1", 200_000, 32_000, True, 15.0, 75.0),
     ModelInfo("claude-haiku-4-5", 200_000, 64_000, True, 1.0, 5.0),
@@ -69,10 +70,12 @@ _OPENROUTER = (
 
 PROVIDERS: tuple[ProviderInfo, ...] = (
     ProviderInfo(
-        "anthropic", "Anthropic", "api_key", ("ANTHROPIC_API_KEY",), "claude-sonnet-4-5", _ANTHROPIC
+        "anthropic", "Anthropic", "api_key", ("ANTHROPIC_API_KEY",), "claude-sonnet-4-6", _ANTHROPIC
     ),
     ProviderInfo("openai", "OpenAI", "api_key", ("OPENAI_API_KEY",), "gpt-4.1", _OPENAI),
-    ProviderInfo("openai-codex", "OpenAI Codex (ChatGPT sign-in)", "oauth", (), "gpt-5-codex", _CODEX),
+    ProviderInfo(
+        "openai-codex", "OpenAI Codex (ChatGPT sign-in)", "oauth", (), "gpt-5-codex", _CODEX
+    ),
     ProviderInfo(
         "google",
         "Google Gemini",

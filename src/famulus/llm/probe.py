@@ -70,9 +70,13 @@ async def check_key(provider: str, name: str, base_url: str, key: str) -> list[s
         async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
             response = await http.get(url, headers=headers, params=params)
     except httpx.TimeoutException:
-        raise UpstreamError(f"{name} did not answer within {TIMEOUT_S:.0f} s; try again later.")
+        raise UpstreamError(
+            f"{name} did not answer within {TIMEOUT_S:.0f} s; try again later."
+        ) from None
     except httpx.HTTPError as exc:
-        raise UpstreamError(f"Could not reach {name} at {base_url}: {type(exc).__name__}.")
+        raise UpstreamError(
+            f"Could not reach {name} at {base_url}: {type(exc).__name__}."
+        ) from None
     if response.status_code >= 400:
         raise UpstreamError(f"{name} refused the key ({_reason(response)}); nothing was stored.")
     try:

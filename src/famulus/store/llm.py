@@ -51,7 +51,11 @@ class CustomModelStore:
         return await self.db.read(op)
 
     async def add(
-        self, model_id: str, base_url: str, context_window: int, max_output_tokens: int,
+        self,
+        model_id: str,
+        base_url: str,
+        context_window: int,
+        max_output_tokens: int,
         vision: bool,
     ) -> bool:
         """Insert; returns False when the id already exists (the caller's 409)."""

@@ -1,0 +1,120 @@
+"""/providers (connect, disconnect, the openai-codex sign-in) and /models/custom."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from famulus.api.deps import container
+from famulus.api.schemas import RequestBody
+from famulus.container import Container
+from famulus.llm.custom import MODEL_ID_PATTERN
+from famulus.llm.providers import ProviderAdmin
+
+router = APIRouter(tags=["providers"])
+
+
+def admin(c: Container = Depends(container)) -> ProviderAdmin:
+    return c.extras["llm_admin"]  # type: ignore[no-any-return]
+
+
+class ProviderItem(BaseModel):
+    id: str
+    name: str
+    auth_type: str
+    connected: bool
+    key_hint: str | None
+    from_env: bool
+    models: list[str]
+
+
+class ProviderList(BaseModel):
+    providers: list[ProviderItem]
+
+
+class ConnectIn(RequestBody):
+    api_key: str = Field(min_length=1, max_length=4096)
+    chat_model: str | None = Field(default=None, min_length=1, max_length=300)
+
+
+class ProviderStatus(BaseModel):
+    status: str
+    provider: str
+
+
+class OAuthStart(BaseModel):
+    status: str
+    url: str
+    expires_at: str
+
+
+class OAuthStatus(BaseModel):
+    status: str
+    connected: bool
+    error: str | None = None
+
+
+class CustomModelIn(RequestBody):
+    model_id: str = Field(min_length=1, max_length=200, pattern=MODEL_ID_PATTERN)
+    base_url: str = Field(min_length=1, max_length=2048)
+    context_window: int = Field(gt=0)
+    max_output_tokens: int = Field(gt=0)
+    api_key: str | None = Field(default=None, max_length=4096)
+    vision: bool = False
+
+
+class CustomModelStatus(BaseModel):
+    status: str
+    model_id: str
+
+
+@router.get("/providers", response_model=ProviderList)
+async def list_providers(a: ProviderAdmin = Depends(admin)) -> Any:
+    return {"providers": await a.list_all()}
+
+
+@router.post("/providers/{provider}/connect", response_model=ProviderStatus)
+async def connect(provider: str, body: ConnectIn, a: ProviderAdmin = Depends(admin)) -> Any:
+    await a.connect(provider, body.api_key, body.chat_model)
+    return {"status": "connected", "provider": provider}
+
+
+@router.delete("/providers/{provider}", response_model=ProviderStatus)
+async def disconnect(provider: str, a: ProviderAdmin = Depends(admin)) -> Any:
+    await a.disconnect(provider)
+    return {"status": "disconnected", "provider": provider}
+
+
+@router.post("/providers/openai-codex/oauth/browser/start", response_model=OAuthStart)
+async def oauth_start(a: ProviderAdmin = Depends(admin)) -> Any:
+    return await a.llm.oauth.start()
+
+
+@router.get(
+    "/providers/openai-codex/oauth/status",
+    response_model=OAuthStatus,
+    response_model_exclude_none=True,
+)
+async def oauth_status(a: ProviderAdmin = Depends(admin)) -> Any:
+    return a.llm.oauth.status()
+
+
+@router.post("/models/custom", status_code=201, response_model=CustomModelStatus)
+async def add_custom(body: CustomModelIn, a: ProviderAdmin = Depends(admin)) -> Any:
+    await a.add_custom(
+        body.model_id,
+        body.base_url,
+        body.context_window,
+        body.max_output_tokens,
+        body.api_key,
+        body.vision,
+    )
+    return {"status": "added", "model_id": body.model_id}
+
+
+@router.delete("/models/custom/{model_id:path}", response_model=CustomModelStatus)
+async def remove_custom(model_id: str, a: ProviderAdmin = Depends(admin)) -> Any:
+    await a.remove_custom(model_id)
+    return {"status": "removed", "model_id": model_id}
