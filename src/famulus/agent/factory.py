@@ -1,0 +1,131 @@
+"""Assemble the main agent for one run: prompt, history, toolsets, limits.
+
+``GET /context`` uses the same assembly, so the token count it reports is the
+count of what the next run would really send.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.usage import UsageLimits
+
+from famulus.agent import history as hist
+from famulus.agent.approval import approval_capability
+from famulus.agent.clock import zone_name
+from famulus.agent.prompt import PromptInputs, build_system_prompt
+from famulus.agent.research import research_toolset
+from famulus.agent.retry import RetryingModel
+from famulus.agent.sink import AgentDeps
+from famulus.agent.tokens import messages_tokens, text_tokens, tool_tokens
+from famulus.agent.tools import directives_toolset, time_toolset, tool_descriptions
+from famulus.llm.types import ResolvedModel
+from famulus.store.sessions import MessageRow, SessionRow
+
+log = logging.getLogger(__name__)
+
+# Explicit budget of every chat run (pydantic-ai's defaults are not relied upon).
+RUN_LIMITS = UsageLimits(request_limit=25, tool_calls_limit=50, total_tokens_limit=2_000_000)
+
+Resolver = Callable[[], Awaitable[ResolvedModel]]
+
+
+@dataclass
+class Prepared:
+    agent: Agent[AgentDeps, str]
+    history: list[ModelMessage]
+    system_prompt: str
+    toolsets: list[AbstractToolset[AgentDeps]]
+    descriptions: dict[str, str]
+    conversation: hist.Conversation
+    timezone: str
+
+    def tool_definitions(self) -> list[ToolDefinition]:
+        defs: list[ToolDefinition] = []
+        for toolset in self.toolsets:
+            tools = getattr(toolset, "tools", None)
+            if isinstance(tools, dict):
+                defs.extend(t.tool_def for t in tools.values() if hasattr(t, "tool_def"))
+        return defs
+
+    def estimate_tokens(self, extra_text: str = "") -> int:
+        return (
+            text_tokens(self.system_prompt)
+            + messages_tokens(self.history)
+            + tool_tokens(self.tool_definitions())
+            + text_tokens(extra_text)
+        )
+
+
+@dataclass
+class AgentInputs:
+    """What the factory needs from the rest of famulus."""
+
+    directives: str
+    timezone_setting: str | None
+    memory: Any  # the memory service, when installed
+    directives_service: Any
+    resolve_research: Resolver
+
+
+async def _memory_context(memory: Any, session_id: str, query: str) -> str:
+    """Recall must never stop a chat: on failure the run goes on without it."""
+    try:
+        return str(await memory.prompt_context(session_id, query))
+    except Exception:
+        log.exception("memory recall failed; answering without it")
+        return ""
+
+
+async def prepare(
+    inputs: AgentInputs,
+    resolved: ResolvedModel,
+    session: SessionRow,
+    rows: list[MessageRow],
+    query: str,
+) -> Prepared:
+    conversation = hist.effective(rows)
+    zone = zone_name(inputs.timezone_setting)
+    memory_text = ""
+    toolsets: list[AbstractToolset[AgentDeps]] = [
+        time_toolset(),
+        research_toolset(inputs.resolve_research),
+        directives_toolset(inputs.directives_service),
+    ]
+    if inputs.memory is not None:
+        memory_text = await _memory_context(inputs.memory, session.session_id, query)
+        toolsets.extend(inputs.memory.toolsets())
+    system_prompt = build_system_prompt(
+        PromptInputs(
+            directives=inputs.directives,
+            timezone=zone,
+            session_name=session.name,
+            sources=session.sources,
+            summary=conversation.summary,
+            memory=memory_text,
+        )
+    )
+    agent: Agent[AgentDeps, str] = Agent(
+        RetryingModel(resolved.model),
+        deps_type=AgentDeps,
+        instructions=system_prompt,
+        toolsets=toolsets,
+        capabilities=[approval_capability()],
+        model_settings={"max_tokens": resolved.max_output_tokens},
+    )
+    return Prepared(
+        agent=agent,
+        history=hist.to_model_messages(conversation.rows),
+        system_prompt=system_prompt,
+        toolsets=toolsets,
+        descriptions=tool_descriptions(toolsets),
+        conversation=conversation,
+        timezone=zone,
+    )

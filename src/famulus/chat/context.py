@@ -1,0 +1,137 @@
+"""Context accounting (GET /context) and compaction (POST /compact, automatic).
+
+Token counts come from ``famulus.agent.tokens`` (a ~4 characters per token
+estimate over exactly what the next request would send). Compaction writes a
+``summary`` row that covers the older rows; the raw rows stay, and a failed
+summary writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from famulus.agent import compaction
+from famulus.agent.factory import Prepared, prepare
+from famulus.errors import Conflict, UpstreamError
+from famulus.llm.types import ResolvedModel
+
+if TYPE_CHECKING:
+    from famulus.chat.manager import RunManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    model: str
+    limit: int
+    total: int
+    message_count: int
+    tool_count: int
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    status: str
+    message: str
+    before_tokens: int
+    after_tokens: int
+
+
+class ContextService:
+    def __init__(self, manager: RunManager) -> None:
+        self.manager = manager
+        self.c = manager.c
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def _prepared(self, session_id: str, resolved: ResolvedModel) -> Prepared:
+        session = await self.c.sessions.get(session_id)
+        rows = await self.c.sessions.store.messages(session_id)
+        inputs = self.manager.inputs(await self.c.directives.get())
+        return await prepare(inputs, resolved, session, rows, query="")
+
+    async def report(self, session_id: str | None) -> ContextReport:
+        session = await self.c.sessions.current(session_id)
+        resolved = await self.manager.resolve("chat")
+        prepared = await self._prepared(session.session_id, resolved)
+        return ContextReport(
+            model=resolved.model_id,
+            limit=resolved.context_window,
+            total=prepared.estimate_tokens(),
+            message_count=len(prepared.conversation.rows),
+            tool_count=len(prepared.tool_definitions()),
+        )
+
+    async def compact(self, session_id: str | None) -> CompactResult:
+        session = await self.c.sessions.current(session_id)
+        run = self.manager.foreground.get(session.session_id)
+        if run is not None and run.accepting:
+            raise Conflict(
+                "A run is active in this session; compact after it finishes or cancel it."
+            )
+        resolved = await self.manager.resolve("chat")
+        try:
+            return await self._compact(session.session_id, resolved, run_id=None)
+        except (Conflict, UpstreamError):
+            raise
+        except Exception as exc:
+            log.warning("compaction failed: %s", exc)
+            raise UpstreamError(
+                "The chat model could not summarize the conversation, so nothing was changed. "
+                "Try again later."
+            ) from exc
+
+    async def auto_compact(self, session_id: str, resolved: ResolvedModel, *, run_id: str) -> bool:
+        """Called by a run near the limit; failure leaves history as it was."""
+        try:
+            result = await self._compact(session_id, resolved, run_id=run_id)
+        except Exception as exc:
+            log.warning("automatic compaction failed; continuing uncompacted: %s", exc)
+            return False
+        return result.status == "compacted"
+
+    async def _compact(
+        self, session_id: str, resolved: ResolvedModel, *, run_id: str | None
+    ) -> CompactResult:
+        async with self._locks[session_id]:
+            before = await self._prepared(session_id, resolved)
+            before_tokens = before.estimate_tokens()
+            fold = compaction.rows_to_fold(before.conversation)
+            if not fold:
+                return CompactResult(
+                    "nothing_to_compact",
+                    f"Only the last {compaction.KEEP_USER_TURNS} turns are in context; nothing to compact.",
+                    before_tokens,
+                    before_tokens,
+                )
+            summary = await compaction.summarize(resolved, before.conversation.summary, fold)
+            await self.c.sessions.store.add_message(
+                session_id,
+                "summary",
+                summary,
+                run_id=run_id,
+                meta={
+                    "through_id": fold[-1].id,
+                    "folded": len(fold),
+                    "before_tokens": before_tokens,
+                },
+            )
+            after_tokens = (await self._prepared(session_id, resolved)).estimate_tokens()
+            fields = {"run_id": run_id} if run_id else {}
+            await self.c.events.publish(
+                session_id,
+                "compacted",
+                before_tokens=before_tokens,
+                after_tokens=after_tokens,
+                **fields,
+            )
+            return CompactResult(
+                "compacted",
+                f"Summarized {len(fold)} older messages; the last {compaction.KEEP_USER_TURNS} turns are kept verbatim.",
+                before_tokens,
+                after_tokens,
+            )

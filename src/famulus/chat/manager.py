@@ -1,0 +1,320 @@
+"""RunManager: one foreground run per session, queued messages, background, cancel.
+
+Rules it holds:
+- a message to a session with an active (foreground, still accepting) run is
+  queued into that run and taken in at its next turn boundary;
+- a backgrounded run leaves the foreground, so the person can chat on;
+- cancel stops the asyncio task driving the run (model call and tools) and
+  waits up to ``CANCEL_WAIT_S`` for it to record what was said;
+- at start-up, runs left 'running' by a dead process are marked interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from famulus.agent.factory import AgentInputs, Prepared, prepare
+from famulus.agent.sink import Decision
+from famulus.chat.queue import QueuedMessage
+from famulus.chat.run import SHUTDOWN_MESSAGE, Run
+from famulus.chat.skills import parse_invocation, skill_prompt
+from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
+from famulus.llm.types import ResolvedModel, Role
+from famulus.store.runs import RunStore
+
+if TYPE_CHECKING:
+    from famulus.chat.context import ContextService
+    from famulus.container import Container
+
+log = logging.getLogger(__name__)
+
+CANCEL_WAIT_S = 1.0
+AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+NO_MODEL = (
+    "No chat model is connected. Connect a provider with POST /providers/{id}/connect "
+    "or add one with POST /models/custom, then send the message again."
+)
+
+
+@dataclass(frozen=True)
+class ChatInput:
+    message: str
+    session_id: str
+    images: list[dict[str, str]] | None = None
+    skip_approvals: bool = False
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run_id: str
+    session_id: str
+    queued: bool
+
+
+def new_run_id() -> str:
+    return "r_" + secrets.token_hex(8)
+
+
+def check_images(images: list[dict[str, str]] | None, resolved: ResolvedModel) -> None:
+    if not images:
+        return
+    if not resolved.vision:
+        raise InvalidRequest(
+            f"The chat model '{resolved.model_id}' cannot see images; send text only or "
+            "choose a vision-capable chat model with PATCH /config."
+        )
+    for image in images:
+        if image["media_type"] not in IMAGE_TYPES:
+            raise InvalidRequest(f"Image type must be one of {', '.join(IMAGE_TYPES)}.")
+        try:
+            base64.b64decode(image["data"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidRequest("Image data must be valid base64.") from exc
+
+
+class RunManager:
+    def __init__(self, container: Container) -> None:
+        self.c = container
+        self.events = container.events
+        self.history = container.sessions.store
+        self.runs = RunStore(container.db)
+        self.active: dict[str, Run] = {}  # run_id -> live run
+        self.foreground: dict[str, Run] = {}  # session_id -> its foreground run
+        self.context: ContextService | None = None
+
+    # -- models --------------------------------------------------------------
+
+    async def resolve(self, role: Role) -> ResolvedModel:
+        llm = self.c.extras.get("llm")
+        if llm is None:
+            raise NotConfigured(NO_MODEL)
+        resolved: ResolvedModel = await llm.resolve(role)
+        return resolved
+
+    async def resolve_research(self) -> ResolvedModel:
+        try:
+            return await self.resolve("research")
+        except NotConfigured:
+            return await self.resolve("chat")
+
+    # -- submit --------------------------------------------------------------
+
+    async def submit(self, inp: ChatInput) -> Submitted:
+        if not inp.message.strip() and not inp.images:
+            raise InvalidRequest("The message is empty; send some text or an image.")
+        session = await self.c.sessions.get_active(inp.session_id)
+        prompt_text = inp.message
+        invocation = parse_invocation(inp.message)
+        if invocation is not None:
+            found = await skill_prompt(self.c.extras, *invocation)
+            if found is None:
+                raise NotFound(f"Unknown skill '/{invocation[0]}'. List skills with GET /skills.")
+            prompt_text = found
+        resolved = await self.resolve("chat")
+        check_images(inp.images, resolved)
+        queued = QueuedMessage(prompt_text, inp.images, inp.client_id)
+        current = self.foreground.get(session.session_id)
+        if current is not None and current.accepting:
+            current.enqueue(queued)
+            return Submitted(current.id, session.session_id, True)
+        run_id = new_run_id()
+        await self.history.add_message(
+            session.session_id, "user", inp.message, run_id=run_id, images=inp.images
+        )
+        run = await self._start(run_id, session.session_id, session.name, resolved, queued, inp)
+        return Submitted(run.id, session.session_id, False)
+
+    async def _start(
+        self,
+        run_id: str,
+        session_id: str,
+        session_name: str,
+        resolved: ResolvedModel,
+        first: QueuedMessage,
+        inp: ChatInput,
+    ) -> Run:
+        run = Run(
+            self,
+            run_id=run_id,
+            session_id=session_id,
+            session_name=session_name,
+            resolved=resolved,
+            prompt=first.content(),
+            skip_approvals=inp.skip_approvals,
+            command=inp.message,
+        )
+        await self.runs.create(
+            run.id, session_id, model_id=resolved.model_id, skip_approvals=inp.skip_approvals
+        )
+        self.active[run.id] = run
+        self.foreground[session_id] = run
+        run.task = asyncio.create_task(run.main(), name=f"famulus-run-{run.id}")
+        return run
+
+    async def prepare(self, run: Run) -> Prepared:
+        """Assemble the agent; compact first when the session nears the model's limit."""
+        prepared = await self._prepare(run)
+        estimate = prepared.estimate_tokens(run.command)
+        near_limit = estimate > AUTO_COMPACT_AT * run.resolved.context_window
+        if (
+            near_limit
+            and self.context is not None
+            and await self.context.auto_compact(run.session_id, run.resolved, run_id=run.id)
+        ):
+            prepared = await self._prepare(run)
+        return prepared
+
+    async def _prepare(self, run: Run) -> Prepared:
+        session = await self.c.sessions.get(run.session_id)
+        rows = await self.history.messages(run.session_id)
+        rows = [r for r in rows if r.run_id != run.id]  # this run's prompt is sent separately
+        query = run.prompt if isinstance(run.prompt, str) else run.command
+        return await prepare(
+            self.inputs(await self.c.directives.get()), run.resolved, session, rows, query
+        )
+
+    def inputs(self, directives: str) -> AgentInputs:
+        return AgentInputs(
+            directives=directives,
+            timezone_setting=self.c.settings.timezone,
+            memory=self.c.extras.get("memory"),
+            directives_service=self.c.directives,
+            resolve_research=self.resolve_research,
+        )
+
+    # -- control -------------------------------------------------------------
+
+    async def _live_or_error(self, run_id: str) -> Run:
+        run = self.active.get(run_id)
+        if run is not None:
+            return run
+        if await self.runs.get(run_id) is None:
+            raise NotFound(f"No run with id '{run_id}'.")
+        raise Conflict(f"Run '{run_id}' has already finished.")
+
+    async def background(self, run_id: str) -> None:
+        run = await self._live_or_error(run_id)
+        if run.backgrounded:
+            return
+        run.backgrounded = True
+        if self.foreground.get(run.session_id) is run:
+            del self.foreground[run.session_id]
+        await self.runs.mark_backgrounded(run.id)
+        await self.events.publish(run.session_id, "run_backgrounded", run_id=run.id)
+        await self.events.publish(
+            run.session_id,
+            "background_task",
+            run_id=run.id,
+            task_id=run.id,
+            command=run.command,
+            status="started",
+        )
+
+    async def cancel(self, run_id: str | None, session_id: str | None) -> str | None:
+        """Cancel one run; the run id, or None when nothing runs."""
+        run = self._pick(run_id, session_id)
+        if run is None:
+            if run_id is not None and await self.runs.get(run_id) is None:
+                raise NotFound(f"No run with id '{run_id}'.")
+            if session_id is not None:
+                await self.c.sessions.get(session_id)
+            return None
+        await self._stop_task(run)
+        return run.id
+
+    def _pick(self, run_id: str | None, session_id: str | None) -> Run | None:
+        if run_id is not None:
+            run = self.active.get(run_id)
+            return run if run is not None and (session_id in (None, run.session_id)) else None
+        fg = self.foreground.get(session_id or "")
+        if fg is not None:
+            return fg
+        in_session = [r for r in self.active.values() if r.session_id == session_id]
+        return in_session[-1] if in_session else None
+
+    async def _stop_task(self, run: Run) -> None:
+        if run.task is None or run.task.done():
+            return
+        run.task.cancel()
+        await asyncio.wait({run.task}, timeout=CANCEL_WAIT_S)
+
+    async def answer(self, run_id: str, tool_id: str, approved: bool, result: str | None) -> None:
+        run = await self._live_or_error(run_id)
+        future = run.approvals.get(tool_id)
+        if future is None or future.done():
+            raise NotFound(
+                f"Run '{run_id}' is not waiting for an approval of tool call '{tool_id}'."
+            )
+        future.set_result(Decision(approved, result))
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def run_done(self, run: Run) -> None:
+        self.active.pop(run.id, None)
+        if self.foreground.get(run.session_id) is run:
+            del self.foreground[run.session_id]
+
+    async def after_finish(self, run: Run) -> None:
+        memory = self.c.extras.get("memory")
+        if memory is not None:
+            try:
+                await memory.on_run_finished(run.session_id, run.id)
+            except Exception:
+                log.exception("memory.on_run_finished failed")
+        leftovers = run.undelivered()
+        if leftovers:  # arrived after the last turn boundary: answer them in a new run
+            self.run_done(run)
+            first = leftovers[0]
+            await self.submit(
+                ChatInput(
+                    first.text, run.session_id, first.images, run.skip_approvals, first.client_id
+                )
+            )
+            for extra in leftovers[1:]:
+                await self.submit(
+                    ChatInput(
+                        extra.text,
+                        run.session_id,
+                        extra.images,
+                        run.skip_approvals,
+                        extra.client_id,
+                    )
+                )
+
+    async def learning_event(self, kind: str, summary: str, run: Run, data: dict[str, Any]) -> None:
+        memory = self.c.extras.get("memory")
+        if memory is None:
+            return
+        try:
+            await memory.record_learning_event(
+                kind, summary, session_id=run.session_id, run_id=run.id, data=data
+            )
+        except Exception:
+            log.exception("memory.record_learning_event failed")
+
+    async def session_removed(self, session_id: str) -> None:
+        for run in [r for r in self.active.values() if r.session_id == session_id]:
+            await self._stop_task(run)
+
+    async def recover(self) -> None:
+        for row in await self.runs.interrupt_running(SHUTDOWN_MESSAGE):
+            await self.events.publish(
+                row.session_id,
+                "run_error",
+                run_id=row.run_id,
+                message=SHUTDOWN_MESSAGE,
+                recoverable=False,
+            )
+
+    async def stop(self) -> None:
+        for run in list(self.active.values()):
+            run.shutdown = True
+            await self._stop_task(run)
