@@ -103,9 +103,67 @@ def fts_query(text: str) -> str:
 
 
 _STOPWORDS = frozenset(
-    "a an and are as at be by do does did for from has have he her his how i in is it its"
-    " me my of on or our she that the their them they this to was we what when where which"
-    " who whom why will with you your about can could would should there been am".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "about",
+        "can",
+        "could",
+        "would",
+        "should",
+        "there",
+        "been",
+        "am",
+    ]
 )
 
 
@@ -133,8 +191,16 @@ class MemoryStore:
             cur = conn.execute(
                 "INSERT INTO facts (text, kind, source_type, source_ref, salience, created_at,"
                 " updated_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (text, kind, source_type, source_ref, salience, now, now,
-                 json.dumps(provenance or {})),
+                (
+                    text,
+                    kind,
+                    source_type,
+                    source_ref,
+                    salience,
+                    now,
+                    now,
+                    json.dumps(provenance or {}),
+                ),
             )
             return _get_fact(conn, int(cur.lastrowid or 0))  # type: ignore[return-value]
 
@@ -228,8 +294,9 @@ class MemoryStore:
                 "UPDATE facts SET archived_at = ?, superseded_by = ?, provenance = ? WHERE id = ?",
                 (now, new_id, json.dumps(prov), old_id),
             )
-            conn.execute("DELETE FROM memory_vectors WHERE owner_type = 'fact' AND owner_id = ?",
-                         (old_id,))
+            conn.execute(
+                "DELETE FROM memory_vectors WHERE owner_type = 'fact' AND owner_id = ?", (old_id,)
+            )
             _link(conn, new_id, old_id, "supersedes", 1.0)
 
         await self.db.write(op)
@@ -237,10 +304,12 @@ class MemoryStore:
     async def delete_fact(self, fact_id: int) -> bool:
         def op(conn: Conn) -> bool:
             n = conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,)).rowcount
-            conn.execute("DELETE FROM memory_vectors WHERE owner_type = 'fact' AND owner_id = ?",
-                         (fact_id,))
-            conn.execute("DELETE FROM fact_links WHERE from_id = ? OR to_id = ?",
-                         (fact_id, fact_id))
+            conn.execute(
+                "DELETE FROM memory_vectors WHERE owner_type = 'fact' AND owner_id = ?", (fact_id,)
+            )
+            conn.execute(
+                "DELETE FROM fact_links WHERE from_id = ? OR to_id = ?", (fact_id, fact_id)
+            )
             conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
             conn.execute("DELETE FROM observation_facts WHERE fact_id = ?", (fact_id,))
             return n > 0
@@ -413,8 +482,14 @@ class MemoryStore:
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (owner_type, owner_id, model) DO UPDATE"
                 " SET text_hash = excluded.text_hash, dim = excluded.dim, vec = excluded.vec",
                 [
-                    (owner_type, oid, model, text_hash(text), int(vec.shape[0]),
-                     vec.astype(np.float32).tobytes())
+                    (
+                        owner_type,
+                        oid,
+                        model,
+                        text_hash(text),
+                        int(vec.shape[0]),
+                        vec.astype(np.float32).tobytes(),
+                    )
                     for oid, text, vec in items
                 ],
             )
@@ -439,11 +514,23 @@ class MemoryStore:
 
         return await self.db.read(op)
 
+    async def vector_hashes(self, owner_type: str, model: str) -> dict[int, str]:
+        return await self.db.read(
+            lambda conn: {
+                int(r[0]): str(r[1])
+                for r in conn.execute(
+                    "SELECT owner_id, text_hash FROM memory_vectors"
+                    " WHERE owner_type = ? AND model = ?",
+                    (owner_type, model),
+                )
+            }
+        )
+
     async def drop_other_models(self, keep_model: str) -> int:
         return await self.db.write(
-            lambda conn: conn.execute(
-                "DELETE FROM memory_vectors WHERE model != ?", (keep_model,)
-            ).rowcount
+            lambda conn: (
+                conn.execute("DELETE FROM memory_vectors WHERE model != ?", (keep_model,)).rowcount
+            )
         )
 
     async def texts_to_embed(self, owner_type: str) -> list[tuple[int, str]]:

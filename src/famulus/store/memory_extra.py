@@ -133,7 +133,11 @@ class MemoryExtraStore:
     # -- learning -----------------------------------------------------------
 
     async def insert_event(
-        self, kind: str, summary: str, session_id: str | None, run_id: str | None,
+        self,
+        kind: str,
+        summary: str,
+        session_id: str | None,
+        run_id: str | None,
         data: dict[str, Any],
     ) -> dict[str, Any]:
         def op(conn: Conn) -> dict[str, Any]:
@@ -177,7 +181,11 @@ class MemoryExtraStore:
         return await self.db.read(op)
 
     async def insert_candidate(
-        self, change_type: str, target_key: str, proposal: str, rationale: str,
+        self,
+        change_type: str,
+        target_key: str,
+        proposal: str,
+        rationale: str,
         evidence: list[int],
     ) -> dict[str, Any]:
         now = now_iso()

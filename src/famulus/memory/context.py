@@ -1,0 +1,113 @@
+"""What memory puts into the system prompt, within a character budget.
+
+The profile always goes in first (it is curated and short); recalled facts
+and observations follow in fused order until the budget is used up. The same
+function serves the prompt and ``POST /memory/recall/inspect``, so what the
+inspector shows is exactly what the agent would get.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from famulus.memory.service import MemoryService, Recalled
+
+PROFILE_HEADER = "## What you know about the person (profile)"
+RECALL_HEADER = "## Memories that may be relevant (recalled for this message)"
+OBS_HEADER = "## Patterns you have noticed"
+
+
+@dataclass
+class Assembled:
+    formatted: str
+    injected: list[tuple[str, int, float]] = field(default_factory=list)
+    omitted: list[tuple[str, int, float]] = field(default_factory=list)
+    retrieved: list[tuple[str, int, float]] = field(default_factory=list)
+
+
+def assemble(profile: list[dict[str, Any]], recalled: Recalled, budget: int) -> Assembled:
+    out = Assembled("")
+    lines: list[str] = []
+    if profile:
+        lines.append(PROFILE_HEADER)
+        lines.extend(f"- [{e['kind']}] {e['summary']}" for e in profile)
+    used = sum(len(x) + 1 for x in lines)
+    sections: list[tuple[str, list[tuple[str, int, float, str]]]] = [
+        (
+            RECALL_HEADER,
+            [
+                ("fact", f.id, h.score, f"- {f.text} (fact #{f.id}, {f.kind}, {f.updated_at[:10]})")
+                for f, h in recalled.facts
+            ],
+        ),
+        (
+            OBS_HEADER,
+            [
+                ("observation", o.id, h.score, f"- {o.summary} (observation #{o.id})")
+                for o, h in recalled.observations
+            ],
+        ),
+    ]
+    for header, items in sections:
+        taken: list[str] = []
+        for owner, item_id, score, line in items:
+            out.retrieved.append((owner, item_id, score))
+            cost = len(line) + 1 + (0 if taken else len(header) + 1)
+            if used + cost <= budget:
+                taken.append(line)
+                used += cost
+                out.injected.append((owner, item_id, score))
+            else:
+                out.omitted.append((owner, item_id, score))
+        if taken:
+            lines.extend([header, *taken])
+    out.formatted = "\n".join(lines)
+    return out
+
+
+async def build(memory: MemoryService, query: str, limit: int = 8) -> tuple[Assembled, Recalled]:
+    profile = await memory.extra.list_profile()
+    recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
+    return assemble(profile, recalled, memory.budget_chars), recalled
+
+
+async def prompt_context(memory: MemoryService, session_id: str, query: str) -> str:
+    if not await memory.enabled() or memory.space is None:
+        return ""
+    assembled, _ = await build(memory, query)
+    events = [(o, i, "retrieved", s) for o, i, s in assembled.retrieved]
+    events += [(o, i, "injected", s) for o, i, s in assembled.injected]
+    events += [(o, i, "omitted", s) for o, i, s in assembled.omitted]
+    await memory.extra.record_access(session_id, query, events)
+    await memory.store.record_access([i for o, i, _ in assembled.injected if o == "fact"])
+    return assembled.formatted
+
+
+async def inspect(memory: MemoryService, query: str, limit: int) -> dict[str, Any]:
+    """What recall would give the agent; inspecting is not a use, so nothing is recorded."""
+    assembled, recalled = await build(memory, query, limit)
+    injected = {(o, i) for o, i, _ in assembled.injected}
+    return {
+        "facts": [
+            {
+                **f.public(),
+                "score": round(h.score, 6),
+                "cosine": h.cosine,
+                "fts_rank": h.fts_rank,
+                "vector_rank": h.vec_rank,
+                "injected": ("fact", f.id) in injected,
+            }
+            for f, h in recalled.facts
+        ],
+        "observations": [
+            {
+                **o.public(),
+                "score": round(h.score, 6),
+                "cosine": h.cosine,
+                "injected": ("observation", o.id) in injected,
+            }
+            for o, h in recalled.observations
+        ],
+        "formatted": assembled.formatted,
+    }

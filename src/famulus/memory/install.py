@@ -1,0 +1,84 @@
+"""Wires the memory area: the service other areas call, its routers and timers.
+
+``container.extras["memory"]`` is a ``MemoryFacade``: the small interface the
+chat, agent and config areas use (prompt context, tools, run hooks, learning
+events, embedding status), over the full ``MemoryService``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Depends, FastAPI
+from pydantic_ai.toolsets import AbstractToolset
+
+from famulus.api.deps import require_key
+from famulus.container import Container
+from famulus.memory import context, reindex
+from famulus.memory.jobs import MemoryJobs
+from famulus.memory.learning import Learning
+from famulus.memory.service import MemoryService
+from famulus.memory.tools import memory_toolset
+
+
+class MemoryFacade:
+    """What other areas may call; everything else stays inside memory."""
+
+    def __init__(self, service: MemoryService, jobs: MemoryJobs, learning: Learning) -> None:
+        self.service = service
+        self.jobs = jobs
+        self.learning = learning
+
+    def current_embedding_model(self) -> str:
+        return self.service.current_embedding_model()
+
+    def connected(self) -> bool:
+        return self.service.connected()
+
+    async def prompt_context(self, session_id: str, query: str) -> str:
+        return await context.prompt_context(self.service, session_id, query)
+
+    def toolsets(self) -> list[AbstractToolset[Any]]:
+        return [memory_toolset(self.service)]
+
+    async def on_run_finished(self, session_id: str, run_id: str) -> None:
+        await self.jobs.on_run_finished(session_id, run_id)
+
+    async def record_learning_event(
+        self,
+        kind: str,
+        summary: str,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        await self.learning.record(
+            kind, summary, session_id=session_id, run_id=run_id, data=data or {}
+        )
+
+
+def install(app: FastAPI, container: Container) -> None:
+    from famulus.api import embedding, memory_admin, memory_facts, memory_learning, memory_profile
+
+    settings = container.settings
+    service = MemoryService(container.db, container.kv, lambda: container.extras.get("llm"))
+    service.budget_chars = int(getattr(settings, "memory_budget_chars", 4000))
+    jobs = MemoryJobs(
+        service,
+        container.sessions,
+        quiet_s=float(getattr(settings, "memory_quiet_s", 120.0)),
+        after_messages=int(getattr(settings, "memory_extract_after_messages", 20)),
+    )
+    learning = Learning(service, container.directives)
+    service.jobs, service.learning = jobs, learning
+    container.extras["memory"] = MemoryFacade(service, jobs, learning)
+
+    async def stop() -> None:
+        await jobs.stop()
+        await reindex.stop_reindex(service)
+
+    container.on_start(service.start)
+    container.on_stop(stop)
+    for module in (memory_facts, memory_profile, memory_learning, memory_admin, embedding):
+        app.include_router(module.router, dependencies=[Depends(require_key)])

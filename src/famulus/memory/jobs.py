@@ -1,0 +1,221 @@
+"""Model-driven memory upkeep: extraction, consolidation, profile, dreams.
+
+Extraction is debounced per session: each finished run (re)arms a timer that
+fires when the session has been quiet for ``quiet_s`` seconds, or at once when
+``after_messages`` new messages piled up. A bookmark per session (the last
+message id read) keeps a conversation from being extracted twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import Any
+
+from famulus.memory import prompts
+from famulus.memory.service import FACT_KINDS, MemoryService
+from famulus.store.memory import FactRow
+
+log = logging.getLogger(__name__)
+
+
+class MemoryJobs:
+    def __init__(
+        self, memory: MemoryService, sessions: Any, *, quiet_s: float, after_messages: int
+    ) -> None:
+        self.memory = memory
+        self.sessions = sessions
+        self.quiet_s = quiet_s
+        self.after_messages = after_messages
+        self._timers: dict[str, asyncio.Task[None]] = {}
+        self._lock = asyncio.Lock()
+
+    # -- scheduling ---------------------------------------------------------
+
+    async def on_run_finished(self, session_id: str, run_id: str) -> None:
+        if not await self.memory.enabled():
+            return
+        pending = await self._new_messages(session_id)
+        timer = self._timers.pop(session_id, None)
+        if timer is not None:
+            timer.cancel()
+        delay = 0.0 if len(pending) >= self.after_messages else self.quiet_s
+        self._timers[session_id] = asyncio.create_task(self._later(session_id, delay))
+
+    async def _later(self, session_id: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._timers.pop(session_id, None)
+        try:
+            await self.extract_session(session_id)
+        except Exception:
+            log.exception("memory extraction failed for session %s", session_id)
+
+    async def stop(self) -> None:
+        timers = list(self._timers.values())
+        self._timers.clear()
+        for t in timers:
+            t.cancel()
+        await asyncio.gather(*timers, return_exceptions=True)
+
+    async def _new_messages(self, session_id: str) -> list[Any]:
+        mark = await self.memory.extra.extraction_mark(session_id)
+        return list(
+            await self.sessions.store.messages(
+                session_id, roles=("user", "assistant"), after_id=mark
+            )
+        )
+
+    # -- extraction ---------------------------------------------------------
+
+    async def extract_session(self, session_id: str) -> dict[str, Any]:
+        """Read new messages, extract facts, merge, supersede; then upkeep."""
+        async with self._lock:
+            messages = await self._new_messages(session_id)
+            if not messages:
+                return {"created": [], "merged": [], "superseded": []}
+            transcript = "\n".join(f"{m.role}: {m.content}" for m in messages)[-20_000:]
+            known = await self.memory.recall(transcript[-2000:], limit=20)
+            prompt = _extraction_prompt(transcript, [f for f, _ in known.facts])
+            result: prompts.Extraction = await prompts.run_job(
+                self.memory.llm_getter(), prompts.EXTRACT, prompts.Extraction, prompt
+            )
+            provenance = {"session_id": session_id, "message_ids": [m.id for m in messages]}
+            summary = await self._apply_extraction(result, session_id, provenance)
+            await self.memory.extra.set_extraction_mark(session_id, messages[-1].id)
+        if summary["created"]:
+            await self.maintain()
+        return summary
+
+    async def _apply_extraction(
+        self, result: prompts.Extraction, session_id: str, provenance: dict[str, Any]
+    ) -> dict[str, Any]:
+        summary: dict[str, list[int]] = {"created": [], "merged": [], "superseded": []}
+        for item in result.facts:
+            if not item.text.strip():
+                continue
+            dup = await self.memory.find_duplicate(item.text)
+            if dup is not None and not item.supersedes_fact_ids:
+                await self._merge(dup, provenance)
+                summary["merged"].append(dup.id)
+                continue
+            kind = item.kind if item.kind in FACT_KINDS else "fact"
+            row = await self.memory.add_fact(
+                item.text,
+                kind,
+                "chat",
+                session_id,
+                salience=item.salience,
+                provenance={**provenance, "extracted_by": "memory_model"},
+            )
+            summary["created"].append(row.id)
+            if item.entities:
+                await self.memory.store.attach_entities(
+                    row.id, [(e.name.strip(), e.type.strip() or "thing") for e in item.entities]
+                )
+            for old_id in item.supersedes_fact_ids:
+                old = await self.memory.store.get_fact(old_id)
+                if old is not None and old.archived_at is None and old.id != row.id:
+                    await self.memory.supersede(old.id, row.id, "contradicted by a newer fact")
+                    summary["superseded"].append(old.id)
+        return summary
+
+    async def _merge(self, fact: FactRow, provenance: dict[str, Any]) -> None:
+        """A duplicate strengthens the fact it repeats instead of adding a row."""
+        merged = list(fact.provenance.get("merged", []))[-19:] + [provenance]
+        await self.memory.store.update_fact(
+            fact.id,
+            salience=min(1.0, fact.salience + 0.1),
+            provenance=json.dumps({**fact.provenance, "merged": merged}),
+        )
+
+    # -- consolidation and profile -----------------------------------------
+
+    async def maintain(self) -> dict[str, Any]:
+        """Consolidate facts into observations and keep the profile current; then dream."""
+        facts = (await self.memory.store.list_facts(limit=150, offset=0))[0]
+        if not facts:
+            return {"observations": [], "profile": [], "dreams": []}
+        observations = (await self.memory.store.list_observations(100, 0))[0]
+        profile = await self.memory.extra.list_profile()
+        prompt = _maintenance_prompt(facts, observations, profile)
+        result: prompts.Maintenance = await prompts.run_job(
+            self.memory.llm_getter(), prompts.MAINTAIN, prompts.Maintenance, prompt
+        )
+        known = {f.id for f in facts}
+        existing = {o.summary.lower() for o in observations}
+        created_obs = []
+        for obs in result.observations:
+            ids = [i for i in obs.fact_ids if i in known]
+            if len(ids) >= 2 and obs.summary.strip().lower() not in existing:
+                created_obs.append((await self.memory.add_observation(obs.summary, ids)).id)
+        entries = [await self._upsert_profile(p, known, profile) for p in result.profile]
+        dreams = await self.dream() if await self.memory.dreams_enabled() else []
+        return {"observations": created_obs, "profile": [e for e in entries if e], "dreams": dreams}
+
+    async def _upsert_profile(
+        self, item: prompts.ProfileOut, known: set[int], profile: list[dict[str, Any]]
+    ) -> int | None:
+        ids = [i for i in item.source_fact_ids if i in known]
+        current = {e["id"]: e for e in profile}
+        if item.replaces_entry_id is not None and item.replaces_entry_id in current:
+            await self.memory.extra.update_profile(
+                item.replaces_entry_id,
+                summary=item.summary,
+                source_fact_ids=ids,
+                confidence=item.confidence,
+            )
+            return item.replaces_entry_id
+        if any(e["summary"].lower() == item.summary.lower() for e in profile):
+            return None
+        row = await self.memory.extra.insert_profile(
+            item.kind, item.summary, ids, [], item.confidence
+        )
+        return int(row["id"])
+
+    # -- dreams -------------------------------------------------------------
+
+    async def dream(self) -> list[int]:
+        """Links between distant facts; only while the dreams flag is on."""
+        if not await self.memory.dreams_enabled():
+            return []
+        facts = await self.memory.store.active_facts(limit=500)
+        if len(facts) < 2:
+            return []
+        sample = random.sample(facts, min(12, len(facts)))
+        result: prompts.Dreams = await prompts.run_job(
+            self.memory.llm_getter(),
+            prompts.DREAM,
+            prompts.Dreams,
+            "\n".join(f"#{f.id}: {f.text}" for f in sample),
+        )
+        known = {f.id for f in facts}
+        created = []
+        for d in result.dreams:
+            ids = [i for i in d.fact_ids if i in known]
+            if len(ids) < 2:
+                continue
+            row = await self.memory.extra.insert_dream(d.bridge, d.insight, ids)
+            for a, b in zip(ids, ids[1:], strict=False):
+                await self.memory.store.add_link(a, b, "dream", 0.5)
+            created.append(int(row["id"]))
+        return created
+
+
+def _extraction_prompt(transcript: str, known: list[FactRow]) -> str:
+    facts = "\n".join(f"#{f.id}: {f.text}" for f in known) or "(none)"
+    return f"Known facts:\n{facts}\n\nConversation:\n{transcript}"
+
+
+def _maintenance_prompt(
+    facts: list[FactRow], observations: list[Any], profile: list[dict[str, Any]]
+) -> str:
+    return (
+        "Facts:\n"
+        + "\n".join(f"#{f.id} [{f.kind}]: {f.text}" for f in facts)
+        + "\n\nExisting observations:\n"
+        + ("\n".join(f"- {o.summary}" for o in observations) or "(none)")
+        + "\n\nProfile entries:\n"
+        + ("\n".join(f"#{e['id']} [{e['kind']}]: {e['summary']}" for e in profile) or "(none)")
+    )

@@ -1,0 +1,59 @@
+"""Agent tools: remember, recall, forget.
+
+``forget`` deletes a memory for good, so it is a deferred tool that needs the
+person's approval (pydantic-ai ``requires_approval``); the chat area turns
+that into an ``approval_needed`` event.
+"""
+
+from __future__ import annotations
+
+from pydantic_ai.toolsets import FunctionToolset
+
+from famulus.errors import NotFound
+from famulus.memory.service import FACT_KINDS, MemoryService
+
+
+def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    async def remember(text: str, kind: str = "fact") -> str:
+        """Store a durable fact about the person (preference, plan, relationship...).
+
+        Args:
+            text: one self-contained statement, e.g. "Anna's birthday is 3 May".
+            kind: fact, preference, event, relationship or instruction.
+        """
+        duplicate = await memory.find_duplicate(text)
+        if duplicate is not None:
+            return f"Already known as fact #{duplicate.id}: {duplicate.text}"
+        row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", "chat")
+        return f"Remembered as fact #{row.id}."
+
+    async def recall(query: str, limit: int = 8) -> str:
+        """Search long-term memory for facts and patterns about a topic.
+
+        Args:
+            query: what to look for, in plain words.
+            limit: how many facts at most (1-20).
+        """
+        found = await memory.recall(query, limit=max(1, min(limit, 20)))
+        lines = [f"#{f.id} ({f.kind}): {f.text}" for f, _ in found.facts]
+        lines += [f"observation #{o.id}: {o.summary}" for o, _ in found.observations]
+        return "\n".join(lines) or "Nothing relevant in memory."
+
+    async def forget(fact_id: int) -> str:
+        """Delete a fact from memory permanently (asks the person first).
+
+        Args:
+            fact_id: the id shown by recall, e.g. 12 for "#12".
+        """
+        try:
+            await memory.delete_fact(fact_id)
+        except NotFound:
+            return f"There is no fact #{fact_id}."
+        return f"Forgot fact #{fact_id}."
+
+    toolset.add_function(remember)
+    toolset.add_function(recall)
+    toolset.add_function(forget, requires_approval=True)
+    return toolset

@@ -1,0 +1,100 @@
+"""Memory in the chat: the profile and recalled facts reach the model's request,
+access events are recorded, and the forget tool asks for approval."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from tests.support.chat_models import events_until, install_model
+
+
+def _capturing(seen: list[str], tool: tuple[str, str] | None = None) -> FunctionModel:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        text = [info.instructions or ""]
+        for m in messages:
+            text.append(str(getattr(m, "instructions", "") or ""))
+            text.extend(str(getattr(p, "content", "")) for p in getattr(m, "parts", []))
+        seen.append("\n".join(text))
+        if tool is not None and len(seen) == 1:
+            yield {0: DeltaToolCall(name=tool[0], json_args=tool[1], tool_call_id="call_1")}
+            return
+        yield "Noted."
+
+    return FunctionModel(stream_function=stream)
+
+
+async def _session(client: httpx.AsyncClient) -> str:
+    return str((await client.post("/sessions", json={"name": "t"})).json()["session_id"])
+
+
+async def test_profile_and_recalled_facts_reach_the_model(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    await client.post("/memory/profile", json={"kind": "name", "summary": "Goes by Robbie"})
+    fact = (await client.post("/facts", json={"text": "Robbie's dentist is Dr. Okafor"})).json()
+    await client.post("/facts", json={"text": "The boiler was serviced in 2024"})
+    seen: list[str] = []
+    install_model(app, _capturing(seen))
+    sid = await _session(client)
+    r = await client.post(
+        "/chat/message",
+        json={"message": "When is my dentist appointment with Okafor?", "session_id": sid},
+    )
+    assert r.status_code == 202, r.text
+    await events_until(app, sid, "run_finished")
+    prompt = seen[0]
+    assert "Goes by Robbie" in prompt
+    assert "Robbie's dentist is Dr. Okafor" in prompt
+    assert "boiler" not in prompt
+    access = (await client.get("/memory/access")).json()["events"]
+    actions = {(e["owner_id"], e["action"]) for e in access}
+    assert (fact["fact"]["id"], "injected") in actions and (
+        fact["fact"]["id"],
+        "retrieved",
+    ) in actions
+    assert (await client.get(f"/facts/{fact['fact']['id']}")).json()["fact"]["access_count"] == 1
+
+
+async def test_memory_disabled_means_nothing_injected(app: Any, client: httpx.AsyncClient) -> None:
+    await client.post("/memory/profile", json={"kind": "name", "summary": "Goes by Robbie"})
+    await app.state.container.kv.set("config.memory_enabled", False)
+    seen: list[str] = []
+    install_model(app, _capturing(seen))
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    await events_until(app, sid, "run_finished")
+    assert "Robbie" not in seen[0]
+
+
+async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -> None:
+    fact = (await client.post("/facts", json={"text": "Old locker code 4411"})).json()["fact"]
+    seen: list[str] = []
+    install_model(app, _capturing(seen, ("forget", f'{{"fact_id": {fact["id"]}}}')))
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "forget my locker code", "session_id": sid})
+    events = await events_until(app, sid, ("approval_needed", "run_finished", "run_error"))
+    approval = next(e for e in events if e["type"] == "approval_needed")
+    assert approval["name"] == "forget"
+    assert (await client.get(f"/facts/{fact['id']}")).status_code == 200  # not before approval
+    r = await client.post(
+        "/tools/result",
+        json={"run_id": approval["run_id"], "tool_id": approval["tool_id"], "approved": True},
+    )
+    assert r.status_code == 200, r.text
+    await events_until(app, sid, "run_finished")
+    assert (await client.get(f"/facts/{fact['id']}")).status_code == 404
+
+
+async def test_remember_and_recall_tools(app: Any) -> None:
+    memory = app.state.container.extras["memory"]
+    (toolset,) = memory.toolsets()
+    names = set(toolset.tools)
+    assert names == {"remember", "recall", "forget"}
+    assert toolset.tools["forget"].requires_approval is True
+    assert "Remembered" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
+    assert "Already known" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
+    assert "3 May" in await toolset.tools["recall"].function("when is mum's birthday")

@@ -1,0 +1,88 @@
+"""Helpers for memory tests: a scripted memory model and a fake embeddings server.
+
+``structured(*outputs)`` is a FunctionModel that answers each agent run with
+the next output object through the agent's output tool, and records the
+prompts it was given so a test can check what the memory model saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from tests.support.chat_models import resolved
+
+
+class Structured:
+    def __init__(self, outputs: list[dict[str, Any]]) -> None:
+        self.outputs = outputs
+        self.prompts: list[str] = []
+        self.model = FunctionModel(function=self._answer)
+
+    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.prompts.append(
+            "\n".join(
+                str(getattr(p, "content", "")) for m in messages for p in getattr(m, "parts", [])
+            )
+        )
+        n = len(self.prompts) - 1
+        output = self.outputs[min(n, len(self.outputs) - 1)]
+        tool = info.output_tools[0].name
+        return ModelResponse(parts=[ToolCallPart(tool_name=tool, args=output)])
+
+
+def install_memory_model(app: Any, *outputs: dict[str, Any]) -> Structured:
+    scripted = Structured(list(outputs))
+    llm = app.state.container.extras["llm"]
+    llm.set_override("memory", resolved(scripted.model, model_id="memory-test"))
+    return scripted
+
+
+def fake_vector(text: str, dim: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+    return np.random.default_rng(seed).standard_normal(dim).astype(float).tolist()
+
+
+@contextmanager
+def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str, Any]]:
+    """An OpenAI-compatible ``POST /embeddings`` on 127.0.0.1 (deterministic vectors)."""
+    state: dict[str, Any] = {"requests": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["requests"] += 1
+            state["auth"] = self.headers.get("Authorization")
+            time.sleep(delay)
+            data = [
+                {"index": i, "embedding": fake_vector(t, dim), "object": "embedding"}
+                for i, t in enumerate(body["input"])
+            ]
+            payload = json.dumps({"data": data, "model": body["model"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
