@@ -24,6 +24,9 @@ from famulus.store.sessions import SessionStore
 log = logging.getLogger(__name__)
 
 Hook = Callable[[], Awaitable[None]]
+# Gives the agent toolsets an area offers right now (none when, say, the
+# integration behind them is not connected).
+ToolsetProvider = Callable[[], Awaitable[list[Any]]]
 
 
 @dataclass
@@ -40,6 +43,20 @@ class Container:
     extras: dict[str, Any] = field(default_factory=dict)
     _on_start: list[Hook] = field(default_factory=list)
     _on_stop: list[Hook] = field(default_factory=list)
+    _toolset_providers: list[ToolsetProvider] = field(default_factory=list)
+
+    def register_toolsets(self, provider: ToolsetProvider) -> None:
+        self._toolset_providers.append(provider)
+
+    async def agent_toolsets(self) -> list[Any]:
+        """Every area's current toolsets; one failing area never stops a chat."""
+        found: list[Any] = []
+        for provider in self._toolset_providers:
+            try:
+                found.extend(await provider())
+            except Exception:
+                log.exception("an area failed to provide its agent tools")
+        return found
 
     def on_start(self, hook: Hook) -> None:
         self._on_start.append(hook)

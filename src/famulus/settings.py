@@ -68,6 +68,21 @@ class Settings(BaseSettings):
     smtp_starttls: bool = False
     smtp_ssl: bool = False
 
+    # The mail and calendar account (the "account" integration): IMAP for
+    # reading mail, CalDAV for the calendar; one login for both. Sending mail
+    # uses the SMTP settings above.
+    account_username: str | None = None
+    account_password: SecretStr | None = None
+    imap_host: str | None = None
+    imap_port: int = 993
+    imap_ssl: bool = True
+    caldav_url: str | None = None
+    # How often the calendar is polled for event-triggered automations.
+    calendar_poll_s: float = 60.0
+
+    # Web search: the keyless backend (DuckDuckGo's HTML endpoint).
+    ddg_base_url: str = "https://html.duckduckgo.com"
+
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import Agent
@@ -73,6 +73,9 @@ class AgentInputs:
     memory: Any  # the memory service, when installed
     directives_service: Any
     resolve_research: Resolver
+    # Toolsets contributed by integrations (web search, mail, calendar, skills ...);
+    # each area registers a provider with ``register_toolsets`` on the container.
+    extra_toolsets: list[AbstractToolset[Any]] = field(default_factory=list)
 
 
 async def _memory_context(memory: Any, session_id: str, query: str) -> str:
@@ -102,6 +105,7 @@ async def prepare(
     if inputs.memory is not None:
         memory_text = await _memory_context(inputs.memory, session.session_id, query)
         toolsets.extend(inputs.memory.toolsets())
+    toolsets.extend(inputs.extra_toolsets)
     system_prompt = build_system_prompt(
         PromptInputs(
             directives=inputs.directives,

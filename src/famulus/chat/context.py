@@ -51,7 +51,7 @@ class ContextService:
     async def _prepared(self, session_id: str, resolved: ResolvedModel) -> Prepared:
         session = await self.c.sessions.get(session_id)
         rows = await self.c.sessions.store.messages(session_id)
-        inputs = self.manager.inputs(await self.c.directives.get())
+        inputs = await self.manager.inputs(await self.c.directives.get())
         return await prepare(inputs, resolved, session, rows, query="")
 
     async def report(self, session_id: str | None) -> ContextReport:

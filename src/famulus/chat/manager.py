@@ -177,17 +177,17 @@ class RunManager:
         rows = await self.history.messages(run.session_id)
         rows = [r for r in rows if r.run_id != run.id]  # this run's prompt is sent separately
         query = run.prompt if isinstance(run.prompt, str) else run.command
-        return await prepare(
-            self.inputs(await self.c.directives.get()), run.resolved, session, rows, query
-        )
+        inputs = await self.inputs(await self.c.directives.get())
+        return await prepare(inputs, run.resolved, session, rows, query)
 
-    def inputs(self, directives: str) -> AgentInputs:
+    async def inputs(self, directives: str) -> AgentInputs:
         return AgentInputs(
             directives=directives,
             timezone_setting=self.c.settings.timezone,
             memory=self.c.extras.get("memory"),
             directives_service=self.c.directives,
             resolve_research=self.resolve_research,
+            extra_toolsets=await self.c.agent_toolsets(),
         )
 
     # -- control -------------------------------------------------------------
