@@ -14,6 +14,7 @@ from typing import Any
 from famulus import config_keys
 from famulus.container import Container
 from famulus.errors import InvalidRequest
+from famulus.integrations import account
 from famulus.llm.service import LOOKUP_ORDER, LLMService
 
 WEB_MODES = ("auto", "exa", "ddgs", "none")
@@ -46,9 +47,8 @@ class ConfigService:
             "embedding_model": await self._embedding_model(),
             "integrations": {
                 "account": {
-                    "enabled": bool(await _kv(self.c, config_keys.ACCOUNT_ENABLED)),
-                    # No mail/calendar account integration exists yet.
-                    "connected": False,
+                    "enabled": await account.enabled(self.c),
+                    "connected": await account.active(self.c),
                 },
                 "memory": await self._memory(),
                 "web": await self._web(),

@@ -1,0 +1,37 @@
+"""The mail and calendar account: whether it is configured and switched on.
+
+The account is configured through settings (``FAMULUS_ACCOUNT_*``,
+``FAMULUS_IMAP_*``, ``FAMULUS_CALDAV_URL``) because its credentials belong to
+the machine's owner, not to an API client; ``PATCH /config`` only switches it
+on and off (``account_enabled``).
+"""
+
+from __future__ import annotations
+
+from famulus import config_keys
+from famulus.container import Container
+from famulus.settings import Settings
+
+
+def mail_configured(settings: Settings) -> bool:
+    return bool(settings.imap_host and settings.account_username and settings.account_password)
+
+
+def calendar_configured(settings: Settings) -> bool:
+    return bool(settings.caldav_url)
+
+
+def configured(settings: Settings) -> bool:
+    return mail_configured(settings) or calendar_configured(settings)
+
+
+async def enabled(c: Container) -> bool:
+    value = await c.kv.get(
+        config_keys.ACCOUNT_ENABLED, config_keys.DEFAULTS.get(config_keys.ACCOUNT_ENABLED)
+    )
+    return bool(value)
+
+
+async def active(c: Container) -> bool:
+    """Tools and triggers use the account only when it is both configured and on."""
+    return configured(c.settings) and await enabled(c)
