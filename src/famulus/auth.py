@@ -110,5 +110,11 @@ class FailureThrottle:
         if not q:
             self._failures.pop(client, None)
 
+    def blocked(self, client: str) -> bool:
+        return len(self._prune(client, time.monotonic())) >= self.max_failures
+
+    def clear(self, client: str) -> None:
+        self._failures.pop(client, None)
+
     def record_failure(self, client: str) -> None:
         self._failures[client].append(time.monotonic())

@@ -147,3 +147,26 @@ async def test_openapi_describes_endpoints(client: httpx.AsyncClient) -> None:
     doc = (await client.get("/openapi.json")).json()
     assert "/sessions/{session_id}/permanent" in doc["paths"]
     assert "/chat/events/{session_id}" in doc["paths"]
+
+
+async def test_missing_key_is_not_a_guess(anon: httpx.AsyncClient, settings: Settings) -> None:
+    """A client that forgot the header is told so, never locked out for it."""
+    for _ in range(settings.auth_max_failures * 2):
+        assert (await anon.get("/sessions")).status_code == 401
+
+
+async def test_health_guesses_count_and_a_valid_key_clears(
+    anon: httpx.AsyncClient, settings: Settings
+) -> None:
+    from tests.conftest import API_KEY
+
+    good = {"Authorization": f"Bearer {API_KEY}"}
+    for _ in range(settings.auth_max_failures - 1):
+        await anon.get("/sessions", headers={"Authorization": "Bearer x"})
+    assert (await anon.get("/sessions", headers=good)).status_code == 200  # clears the count
+    for _ in range(settings.auth_max_failures):
+        bad = await anon.get("/health", headers={"Authorization": "Bearer guess"})
+        assert bad.status_code == 200 and bad.json()["auth"] is False
+    # /health guesses count: the address is now throttled, even for the real key.
+    assert (await anon.get("/health", headers=good)).json()["auth"] is False
+    assert (await anon.get("/sessions", headers=good)).status_code == 429

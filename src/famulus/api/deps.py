@@ -23,26 +23,44 @@ def require_key(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> None:
-    """Every endpoint but /health: a valid key, with failures throttled per address."""
+    """Every endpoint but /health: a valid key, with wrong keys throttled per address.
+
+    Only a wrong key counts as a failure: a request without any key guesses
+    nothing, and counting it would lock out a client that merely forgot the
+    header. A valid key clears the address's count.
+    """
     c = container(request)
     client = client_address(request)
     c.throttle.check(client)
     if credentials is None or credentials.scheme.lower() != "bearer":
-        c.throttle.record_failure(client)
         raise Unauthorized("Missing API key: send 'Authorization: Bearer <API_KEY>'.")
     if not c.verifier.verify(credentials.credentials):
         c.throttle.record_failure(client)
         raise Unauthorized(
             "Invalid API key. Use the key printed at first start, or run 'famulus key reset'."
         )
+    c.throttle.clear(client)
 
 
 def token_is_valid(request: Request) -> bool | None:
-    """For /health: None without a token, else whether it is valid (not throttled)."""
+    """For /health: None without a token, else whether it is valid.
+
+    /health stays 200 for everyone, so it must not become an unthrottled way
+    to test guesses: a wrong token counts as a failure, and while an address
+    is throttled every token reads as not valid.
+    """
     header = request.headers.get("authorization")
     if not header:
         return None
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         return False
-    return container(request).verifier.verify(token.strip())
+    c = container(request)
+    client = client_address(request)
+    if c.throttle.blocked(client):
+        return False
+    if c.verifier.verify(token.strip()):
+        c.throttle.clear(client)
+        return True
+    c.throttle.record_failure(client)
+    return False
