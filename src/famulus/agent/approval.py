@@ -12,6 +12,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 
+from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps
 
 DENIED = "The person declined this action. Do not retry it; ask what they want instead."
@@ -25,7 +26,7 @@ async def _handle(
         decision = await ctx.deps.sink.decide(
             call.tool_call_id,
             call.tool_name,
-            call.args_as_dict(),
+            public_args(call.args_as_dict()),
             ctx.deps.descriptions.get(call.tool_name, call.tool_name),
         )
         if decision.approved:

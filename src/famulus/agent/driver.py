@@ -32,6 +32,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.run import AgentRun
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps
 
 PREVIEW_CHARS = 200
@@ -88,7 +89,7 @@ class _NodeReporter:
                 "tool_call",
                 tool_id=part.tool_call_id,
                 name=part.tool_name,
-                args=part.args_as_dict(),
+                args=public_args(part.args_as_dict()),
                 description=self.descriptions.get(part.tool_name, part.tool_name),
                 depth=d.depth,
                 parent_id=d.parent_id,

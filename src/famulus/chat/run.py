@@ -20,6 +20,7 @@ from pydantic_ai.usage import RunUsage
 from famulus.agent.driver import drive, result_text
 from famulus.agent.factory import RUN_LIMITS
 from famulus.agent.failures import describe
+from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps, Decision
 from famulus.chat.queue import QueuedMessage
 from famulus.llm.types import ResolvedModel
@@ -97,7 +98,7 @@ class Run:
     async def response_complete(self, response: ModelResponse) -> None:
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         calls = [
-            {"id": p.tool_call_id, "name": p.tool_name, "arguments": p.args_as_dict()}
+            {"id": p.tool_call_id, "name": p.tool_name, "arguments": public_args(p.args_as_dict())}
             for p in response.parts
             if isinstance(p, ToolCallPart)
         ]

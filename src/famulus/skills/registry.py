@@ -66,6 +66,27 @@ class SkillRegistry:
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.all() if s.name == name), None)
 
+    def invocation(self, name: str, arguments: str) -> str | None:
+        """The prompt for ``/name arguments`` (None: no such skill).
+
+        A skill with scripts also gets told how to run them, through the
+        ``run_skill_script`` tool (which asks the person first).
+        """
+        skill = self.get(name)
+        if skill is None:
+            return None
+        text = (
+            f"The person invoked the skill /{skill.name}. Follow its instructions:\n\n"
+            f"{skill.instructions or skill.description}"
+        )
+        if skill.scripts:
+            text += (
+                f"\n\nThis skill's folder holds scripts: {', '.join(skill.scripts)}. Run one,"
+                f" when the instructions call for it, with the run_skill_script tool"
+                f" (name '{skill.name}', the script's name when there are several, and args)."
+            )
+        return text + (f"\n\nArguments given: {arguments}" if arguments else "")
+
     def require(self, name: str) -> Skill:
         skill = self.get(name)
         if skill is None:

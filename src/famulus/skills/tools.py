@@ -1,0 +1,274 @@
+"""Agent tools behind the builtin skills: install a skill, add a custom model,
+list skills and run a skill's script.
+
+Every tool that changes something asks first (``requires_approval``); an
+automation that is not writable has those requests denied. A refusal from the
+services (bad input, a name that exists, an unreachable host) comes back to
+the model as a plain sentence so it can explain it, never as an error that
+ends the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_ai.toolsets import FunctionToolset
+
+from famulus.agent.sink import AgentDeps
+from famulus.container import Container
+from famulus.errors import FamulusError
+from famulus.skills.skill import Skill
+
+SCRIPT_TIMEOUT_S = 60.0
+OUTPUT_LIMIT = 16 * 1024
+MAX_ARGS = 50
+MAX_ARG_CHARS = 4096
+# Interpreters for scripts that are not executable by themselves.
+_INTERPRETERS: dict[str, Sequence[str]] = {
+    ".py": (sys.executable,),
+    ".sh": ("sh",),
+    ".bash": ("bash",),
+    ".js": ("node",),
+    ".mjs": ("node",),
+    ".rb": ("ruby",),
+    ".pl": ("perl",),
+}
+# Only these reach a script's environment: the server's own keys stay out.
+_ENV_PASSED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+def _validation_sentence(exc: ValidationError) -> str:
+    first = exc.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+    return f"{where}: {first.get('msg', 'invalid value')}"
+
+
+def _describe(skill: Skill) -> str:
+    line = f"- /{skill.name} ({skill.location}): {skill.description}"
+    return line + (f" Scripts: {', '.join(skill.scripts)}." if skill.scripts else "")
+
+
+def choose_script(skill: Skill, script: str | None) -> Path | str:
+    """The script file to run, or a sentence saying why there is none."""
+    if not skill.scripts:
+        return f"The skill '{skill.name}' has no script to run."
+    if script is None:
+        if len(skill.scripts) > 1:
+            return (
+                f"The skill '{skill.name}' has several scripts ({', '.join(skill.scripts)});"
+                " name one with the script argument."
+            )
+        script = skill.scripts[0]
+    if script not in skill.scripts:
+        return (
+            f"'{script}' is not a script of '{skill.name}'; its scripts are:"
+            f" {', '.join(skill.scripts)}."
+        )
+    root = skill.path.resolve()
+    path = (skill.path / script).resolve()
+    if not path.is_relative_to(root) or path == root or not path.is_file():
+        return f"'{script}' points outside the skill's folder; it will not be run."
+    return path
+
+
+def command_for(path: Path) -> list[str] | str:
+    """argv to start ``path`` without a shell, or a sentence saying why it cannot run."""
+    executable = os.access(path, os.X_OK)
+    with path.open("rb") as f:
+        shebang = f.read(2) == b"#!"
+    if executable and shebang:
+        return [str(path)]
+    interpreter = _INTERPRETERS.get(path.suffix)
+    if interpreter is not None:
+        program = interpreter[0] if os.path.isabs(interpreter[0]) else shutil.which(interpreter[0])
+        if program is None:
+            return f"'{path.name}' needs '{interpreter[0]}', which is not installed here."
+        return [program, *interpreter[1:], str(path)]
+    if executable:
+        return [str(path)]
+    return f"'{path.name}' is neither executable nor of a known script type."
+
+
+async def _collect(stream: asyncio.StreamReader, into: bytearray, seen: list[int]) -> None:
+    """Read to the end, keeping the first OUTPUT_LIMIT bytes (the pipe never fills)."""
+    while chunk := await stream.read(65536):
+        seen[0] += len(chunk)
+        room = OUTPUT_LIMIT - len(into)
+        if room > 0:
+            into.extend(chunk[:room])
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_script(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, bytes, int]:
+    """(exit code, or None when stopped at the timeout; first output bytes; total bytes).
+
+    stdout and stderr are one stream; stdin is closed; the environment holds
+    only a few harmless variables, never the server's keys.
+    """
+    env = {k: os.environ[k] for k in _ENV_PASSED if k in os.environ}
+    env["SKILL_DIR"] = str(cwd)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a kill reaches its children
+    )
+    assert proc.stdout is not None
+    output, seen = bytearray(), [0]
+    reader = asyncio.create_task(_collect(proc.stdout, output, seen))
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+        except TimeoutError:
+            timed_out = True
+            _kill_group(proc)
+        # Children left behind may still hold the pipe open: give them a moment.
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), 2.0)
+        except TimeoutError:
+            _kill_group(proc)
+    finally:
+        if proc.returncode is None:  # cancelled from outside
+            _kill_group(proc)
+        await proc.wait()
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(reader, 1.0)
+    return (None if timed_out else proc.returncode), bytes(output), seen[0]
+
+
+def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
+    tools: FunctionToolset[AgentDeps] = FunctionToolset()
+
+    @tools.tool_plain
+    def list_skills() -> str:
+        """List the skills the person can invoke as /name, with their scripts."""
+        skills = c.extras["skills"].all()
+        return "\n".join(_describe(s) for s in skills) if skills else "No skills are installed."
+
+    @tools.tool_plain(requires_approval=True)
+    async def install_skill(source: str) -> str:
+        """Install a skill from the code host into the global skills folder.
+
+        source is shaped '<owner>/<repo>/<path to skill folder>'; the folder must
+        hold a SKILL.md. The skill then becomes available as /<name>.
+        """
+        if not source.strip() or len(source) > 500:
+            return "Not installed: source must be 1-500 characters, owner/repo/path/to/skill."
+        try:
+            skill = await c.extras["skill_installer"].install(source)
+        except FamulusError as exc:
+            return f"Not installed: {exc.detail}"
+        return f"Installed the skill /{skill.name}: {skill.description}" + (
+            f" It has scripts: {', '.join(skill.scripts)}." if skill.scripts else ""
+        )
+
+    @tools.tool_plain(requires_approval=True)
+    async def add_custom_model(
+        model_id: str,
+        base_url: str,
+        context_window: int,
+        max_output_tokens: int,
+        api_key: str | None = None,
+    ) -> str:
+        """Register a custom OpenAI-compatible model endpoint (Ollama, vLLM, llama.cpp ...).
+
+        base_url is the endpoint's base address, usually ending in /v1; api_key is
+        optional (local servers usually need none).
+        """
+        from famulus.api.providers import CustomModelIn
+
+        try:
+            body = CustomModelIn(
+                model_id=model_id,
+                base_url=base_url,
+                context_window=context_window,
+                max_output_tokens=max_output_tokens,
+                api_key=api_key or None,
+            )
+            await c.extras["llm_admin"].add_custom(
+                body.model_id,
+                body.base_url,
+                body.context_window,
+                body.max_output_tokens,
+                body.api_key,
+                body.vision,
+            )
+        except ValidationError as exc:
+            return f"Not added: {_validation_sentence(exc)}."
+        except FamulusError as exc:
+            return f"Not added: {exc.detail}"
+        key = " with an API key" if body.api_key else " without an API key"
+        return (
+            f"Added the custom model '{body.model_id}' at {body.base_url}{key}"
+            f" (context window {body.context_window}, max output {body.max_output_tokens})."
+            f" Remove it with DELETE /models/custom/{body.model_id}."
+        )
+
+    @tools.tool_plain(requires_approval=True)
+    async def run_skill_script(
+        name: str, args: list[str] | None = None, script: str | None = None
+    ) -> str:
+        """Run the script of an installed skill (no shell, in the skill's folder, 60 s limit).
+
+        args are passed to the script as separate arguments. script names which
+        file to run when the skill has more than one.
+        """
+        argv_extra = list(args or [])
+        if len(argv_extra) > MAX_ARGS or any(len(a) > MAX_ARG_CHARS for a in argv_extra):
+            return f"Not run: at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters each."
+        if any("\x00" in a for a in argv_extra):
+            return "Not run: arguments may not contain NUL characters."
+        skill = c.extras["skills"].get(name)
+        if skill is None:
+            return f"Not run: no skill named '{name}'."
+        chosen = choose_script(skill, script)
+        if isinstance(chosen, str):
+            return f"Not run: {chosen}"
+        try:
+            argv = command_for(chosen)
+        except OSError as exc:
+            return f"Not run: the script could not be read ({exc.strerror or exc})."
+        if isinstance(argv, str):
+            return f"Not run: {argv}"
+        timeout = SCRIPT_TIMEOUT_S
+        try:
+            code, raw, total = await run_script([*argv, *argv_extra], skill.path.resolve(), timeout)
+        except OSError as exc:
+            return f"Not run: the script could not be started ({exc.strerror or exc})."
+        rel = chosen.relative_to(skill.path.resolve()).as_posix()
+        if code is None:
+            head = f"{rel} was stopped after {timeout:g} s without finishing."
+        else:
+            head = f"{rel} exited with code {code}."
+        output = raw.decode(errors="replace")
+        if total > len(raw):
+            output += f"\n[output truncated: {total} bytes, the first {len(raw)} shown]"
+        return f"{head}\nOutput:\n{output}" if output else f"{head} It printed nothing."
+
+    return tools
+
+
+def register(c: Container) -> None:
+    toolset = skill_toolset(c)
+
+    async def provide() -> list[Any]:
+        return [toolset]
+
+    c.register_toolsets(provide)
