@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.run import AgentRun
 from pydantic_ai.usage import RunUsage
@@ -269,7 +270,13 @@ class Run:
 
     async def _failed(self, exc: Exception) -> None:
         failure = describe(exc)
-        log.warning("run %s failed: %s", self.id, failure.message, exc_info=exc)
+        # Provider failures are expected and already explained to the client; a
+        # stack trace only helps when something of ours broke.
+        expected = isinstance(exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded)
+        log.warning(
+            "run %s failed: %s", self.id, failure.message, exc_info=None if expected else exc
+        )
+        log.debug("run %s failure detail", self.id, exc_info=exc)
         self.accepting = False
         await self._save_partial()
         await self.manager.runs.finish(self.id, "failed", self._usage_so_far(), failure.message)
