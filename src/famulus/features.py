@@ -19,6 +19,7 @@ AREAS: list[str] = [
     "famulus.memory.install",
     "famulus.skills",
     "famulus.notify",
+    "famulus.integrations.web_tools",
     "famulus.chat.install",
     "famulus.automations",
 ]

@@ -46,7 +46,8 @@ async def test_default_config_shape(client: httpx.AsyncClient) -> None:
         "integrations": {
             "account": {"enabled": False, "connected": False},
             "memory": {"enabled": True, "dreams": False},
-            "web": {"connected": False, "mode": "auto", "provider": "none"},
+            # auto without an Exa key: the keyless DuckDuckGo backend
+            "web": {"connected": True, "mode": "auto", "provider": "ddgs"},
         },
     }
 
@@ -156,7 +157,7 @@ async def test_web_integration_follows_the_search_service(client: httpx.AsyncCli
     assert r.status_code == 200
     web = (await client.get("/config")).json()["integrations"]["web"]
     assert web == {"connected": True, "mode": "auto", "provider": "exa"}
-    for mode, provider in (("exa", "exa"), ("ddgs", "none"), ("none", "none"), ("auto", "exa")):
+    for mode, provider in (("exa", "exa"), ("ddgs", "ddgs"), ("none", "none"), ("auto", "exa")):
         cfg = (await client.patch("/config", json={"web_search": mode})).json()
         assert cfg["integrations"]["web"] == {
             "connected": provider != "none",

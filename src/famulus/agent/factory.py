@@ -21,7 +21,7 @@ from famulus.agent import history as hist
 from famulus.agent.approval import approval_capability
 from famulus.agent.clock import zone_name
 from famulus.agent.prompt import PromptInputs, build_system_prompt
-from famulus.agent.research import research_toolset
+from famulus.agent.research import read_only, research_toolset
 from famulus.agent.retry import RetryingModel
 from famulus.agent.sink import AgentDeps
 from famulus.agent.tokens import messages_tokens, text_tokens, tool_tokens
@@ -99,7 +99,7 @@ async def prepare(
     memory_text = ""
     toolsets: list[AbstractToolset[AgentDeps]] = [
         time_toolset(),
-        research_toolset(inputs.resolve_research),
+        research_toolset(inputs.resolve_research, read_only(inputs.extra_toolsets)),
         directives_toolset(inputs.directives_service),
     ]
     if inputs.memory is not None:

@@ -3,14 +3,17 @@
 Its events reach the session at ``depth`` + 1 with ``parent_id`` set to the
 research tool call, so a client can nest them. It only gets read-only tools
 and its own, smaller usage limits; its usage is added to the parent run's.
+Area toolsets whose id starts with ``read-only:`` (web search, page fetching)
+are handed to it too; it never gets the ``research`` tool itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
 from famulus.agent.driver import drive
@@ -25,16 +28,24 @@ RESEARCH_INSTRUCTIONS = (
 )
 
 Resolver = Callable[[], Awaitable[ResolvedModel]]
+READ_ONLY_PREFIX = "read-only:"
 
 
-def research_toolset(resolve: Resolver) -> FunctionToolset[AgentDeps]:
+def read_only(toolsets: Sequence[AbstractToolset[Any]]) -> list[AbstractToolset[Any]]:
+    """The toolsets an area marked safe for the research sub-agent."""
+    return [t for t in toolsets if (t.id or "").startswith(READ_ONLY_PREFIX)]
+
+
+def research_toolset(
+    resolve: Resolver, shared: Sequence[AbstractToolset[Any]] = ()
+) -> FunctionToolset[AgentDeps]:
     tools: FunctionToolset[AgentDeps] = FunctionToolset()
 
     @tools.tool
     async def research(ctx: RunContext[AgentDeps], question: str) -> str:
         """Hand a question to a research sub-agent and get its report back."""
         resolved = await resolve()
-        sub_tools = [time_toolset()]
+        sub_tools: list[AbstractToolset[AgentDeps]] = [time_toolset(), *shared]
         sub = Agent(
             resolved.model,
             deps_type=AgentDeps,
@@ -48,7 +59,7 @@ def research_toolset(resolve: Resolver) -> FunctionToolset[AgentDeps]:
             timezone=ctx.deps.timezone,
             depth=ctx.deps.depth + 1,
             parent_id=ctx.tool_call_id,
-            descriptions=tool_descriptions(list(sub_tools)),
+            descriptions=tool_descriptions(sub_tools),
         )
         await ctx.deps.sink.emit("thinking", status="Researching…")
         result = await drive(

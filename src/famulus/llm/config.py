@@ -14,10 +14,10 @@ from typing import Any
 from famulus import config_keys
 from famulus.container import Container
 from famulus.errors import InvalidRequest
-from famulus.integrations import account
+from famulus.integrations import account, web
 from famulus.llm.service import LOOKUP_ORDER, LLMService
 
-WEB_MODES = ("auto", "exa", "ddgs", "none")
+WEB_MODES = web.MODES
 ROLE_FIELDS = ("chat_model", "research_model", "memory_model")
 _SWITCHES = {
     "memory_enabled": config_keys.MEMORY_ENABLED,
@@ -108,8 +108,6 @@ class ConfigService:
 
     async def _web(self) -> dict[str, Any]:
         mode = await _kv(self.c, config_keys.WEB_SEARCH_MODE)
-        exa = self.llm.services.connected("web-search")
-        # No keyless backend is bundled yet, so "ddgs" (and "auto" without a
-        # key) have no provider in use.
-        provider = "exa" if exa and mode in ("auto", "exa") else "none"
+        # The same choice the web tools make (famulus.integrations.web).
+        provider = web.provider_for(str(mode), self.llm.services.connected("web-search"))
         return {"connected": provider != "none", "mode": mode, "provider": provider}

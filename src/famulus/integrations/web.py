@@ -1,0 +1,476 @@
+"""Web search and page fetching for the agent.
+
+Two search backends sit behind one interface (``SearchBackend``):
+
+- **Exa** (keyed): ``POST {exa_base_url}/search`` with ``x-api-key``; used when
+  the ``web-search`` service is connected.
+- **DuckDuckGo** (keyless, mode ``ddgs``): ``POST {ddg_base_url}/html/`` with the
+  form field ``q``; the HTML result page is parsed with the stdlib parser.
+
+The mode (kv ``config.web_search``: ``auto``/``exa``/``ddgs``/``none``) picks the
+backend: ``auto`` is Exa when its key is there, else DuckDuckGo. Every upstream
+failure becomes a ``WebError`` whose message is meant for the model, so a tool
+can hand it back as its result instead of crashing the run.
+
+``fetch_page`` reads one http(s) page (size and time capped) and turns HTML into
+plain text. It refuses addresses on the machine's own networks (loopback,
+private, link-local ...) — also after each redirect — so a page the agent reads
+cannot steer it into the local API or the LAN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+import socket
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import httpx
+
+from famulus import config_keys
+from famulus.container import Container
+
+MODES = ("auto", "exa", "ddgs", "none")
+SEARCH_TIMEOUT_S = 15.0
+FETCH_TIMEOUT_S = 20.0
+FETCH_MAX_BYTES = 2 * 1024 * 1024
+FETCH_MAX_CHARS = 20_000
+MAX_REDIRECTS = 5
+MAX_RESULTS = 10
+SNIPPET_CHARS = 400
+EXA_TEXT_CHARS = 1000
+USER_AGENT = "Mozilla/5.0 (compatible; famulus/0.1; +https://github.com/famulus)"
+
+
+class WebError(Exception):
+    """An upstream failure, worded for the model."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    title: str
+    url: str
+    snippet: str = ""
+    published: str | None = None
+
+
+class SearchBackend(Protocol):
+    name: str
+
+    async def search(self, query: str, num_results: int) -> list[SearchHit]: ...
+
+
+def provider_for(mode: str, exa_key: bool) -> str:
+    """The backend a mode uses: ``exa``, ``ddgs`` or ``none``."""
+    if mode == "exa" or (mode == "auto" and exa_key):
+        return "exa" if exa_key else "none"
+    if mode in ("auto", "ddgs"):
+        return "ddgs"
+    return "none"
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _http_failure(name: str, exc: httpx.HTTPError, timeout: float) -> WebError:
+    if isinstance(exc, httpx.TimeoutException):
+        return WebError(f"{name} did not answer within {timeout:.0f} s.")
+    return WebError(f"could not reach {name} ({type(exc).__name__}).")
+
+
+def _status_failure(name: str, response: httpx.Response) -> WebError:
+    reason = response.reason_phrase or "error"
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        message = body.get("error") or body.get("message")
+        if isinstance(message, str) and message.strip():
+            reason = message.strip()[:200]
+    return WebError(f"{name} answered HTTP {response.status_code} ({reason}).")
+
+
+# -- Exa ---------------------------------------------------------------------------
+
+
+class ExaSearch:
+    name = "exa"
+
+    def __init__(self, base_url: str, api_key: str, timeout: float = SEARCH_TIMEOUT_S) -> None:
+        self.url = base_url.rstrip("/") + "/search"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    async def search(self, query: str, num_results: int) -> list[SearchHit]:
+        payload = {
+            "query": query,
+            "numResults": num_results,
+            "contents": {"text": {"maxCharacters": EXA_TEXT_CHARS}},
+        }
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as http:
+                response = await http.post(
+                    self.url, json=payload, headers={"x-api-key": self.api_key}
+                )
+        except httpx.HTTPError as exc:
+            raise _http_failure("Exa", exc, self.timeout) from None
+        if response.status_code >= 400:
+            raise _status_failure("Exa", response)
+        try:
+            body = response.json()
+        except ValueError:
+            raise WebError("Exa sent an answer that is not JSON.") from None
+        results = body.get("results") if isinstance(body, dict) else None
+        if not isinstance(results, list):
+            raise WebError("Exa sent an answer without a result list.")
+        return [hit for hit in map(_exa_hit, results) if hit is not None][:num_results]
+
+
+def _exa_hit(item: Any) -> SearchHit | None:
+    if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+        return None
+    highlights = item.get("highlights")
+    if isinstance(highlights, list) and highlights:
+        snippet = " … ".join(str(h) for h in highlights)
+    else:
+        snippet = str(item.get("summary") or item.get("text") or "")
+    published = item.get("publishedDate")
+    return SearchHit(
+        title=_squash(str(item.get("title") or "")) or item["url"],
+        url=item["url"],
+        snippet=_clip(_squash(snippet), SNIPPET_CHARS),
+        published=str(published)[:10] if published else None,
+    )
+
+
+# -- DuckDuckGo ----------------------------------------------------------------------
+
+
+def unwrap_ddg_url(href: str) -> str:
+    """The target of a DuckDuckGo result link (``//duckduckgo.com/l/?uddg=…`` → target)."""
+    href = href.strip()
+    if href.startswith("//"):
+        href = "https:" + href
+    elif href.startswith("/"):
+        href = "https://duckduckgo.com" + href
+    parts = urlsplit(href)
+    host = (parts.hostname or "").lower()
+    if (host == "duckduckgo.com" or host.endswith(".duckduckgo.com")) and parts.path == "/l/":
+        target = parse_qs(parts.query).get("uddg")
+        if target and target[0]:
+            return target[0]
+    return href
+
+
+def _classes(attrs: list[tuple[str, str | None]]) -> set[str]:
+    for name, value in attrs:
+        if name == "class" and value:
+            return set(value.split())
+    return set()
+
+
+class _DuckDuckGoParser(HTMLParser):
+    """Collects ``a.result__a`` (title and link) and ``.result__snippet`` (text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hits: list[dict[str, str]] = []
+        self._field: str | None = None  # "title" or "snippet" while inside one
+        self._tag = ""
+        self._depth = 0
+        self._buf: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._field is not None:
+            if tag == self._tag:
+                self._depth += 1
+            return
+        classes = _classes(attrs)
+        if tag == "a" and "result__a" in classes:
+            href = dict(attrs).get("href") or ""
+            self.hits.append({"title": "", "href": href, "snippet": ""})
+            self._open("title", tag)
+        elif "result__snippet" in classes and self.hits:
+            self._open("snippet", tag)
+
+    def _open(self, field: str, tag: str) -> None:
+        self._field, self._tag, self._depth, self._buf = field, tag, 1, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._field is None or tag != self._tag:
+            return
+        self._depth -= 1
+        if self._depth == 0:
+            self.hits[-1][self._field] = _squash("".join(self._buf))
+            self._field = None
+
+    def handle_data(self, data: str) -> None:
+        if self._field is not None:
+            self._buf.append(data)
+
+
+def parse_ddg_html(html: str) -> list[SearchHit]:
+    parser = _DuckDuckGoParser()
+    parser.feed(html)
+    parser.close()
+    hits: list[SearchHit] = []
+    for raw in parser.hits:
+        url = unwrap_ddg_url(raw["href"])
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        if parts.scheme not in ("http", "https") or host.endswith("duckduckgo.com"):
+            continue  # ads (duckduckgo.com/y.js) and internal links
+        hits.append(
+            SearchHit(
+                title=raw["title"] or url, url=url, snippet=_clip(raw["snippet"], SNIPPET_CHARS)
+            )
+        )
+    return hits
+
+
+class DuckDuckGoSearch:
+    name = "ddgs"
+
+    def __init__(self, base_url: str, timeout: float = SEARCH_TIMEOUT_S) -> None:
+        self.url = base_url.rstrip("/") + "/html/"
+        self.timeout = timeout
+
+    async def search(self, query: str, num_results: int) -> list[SearchHit]:
+        try:
+            async with httpx.AsyncClient(
+                timeout=self.timeout, headers={"User-Agent": USER_AGENT}
+            ) as http:
+                response = await http.post(self.url, data={"q": query})
+        except httpx.HTTPError as exc:
+            raise _http_failure("DuckDuckGo", exc, self.timeout) from None
+        if response.status_code != 200:
+            # 202 is its answer to traffic it takes for a bot.
+            raise _status_failure("DuckDuckGo", response)
+        hits = parse_ddg_html(response.text)
+        if not hits and "anomaly" in response.text.lower():
+            raise WebError("DuckDuckGo refused the search (bot check); try again later.")
+        return hits[:num_results]
+
+
+# -- page fetching -------------------------------------------------------------------
+
+_SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+_BLOCK = {
+    "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
+    "footer", "nav", "main", "aside", "h1", "h2", "h3", "h4", "h5", "h6", "pre",
+    "blockquote", "hr", "dd", "dt", "figure", "figcaption", "form",
+}  # fmt: skip
+
+
+class _TextParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in _SKIP:
+            self._skip += 1
+        elif tag in _BLOCK:
+            self.parts.append("\n")
+            if tag == "li":
+                self.parts.append("- ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in _SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag in _BLOCK and tag != "li":  # items stay on consecutive lines
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """(title, readable text) of an HTML document; scripts and styles dropped."""
+    parser = _TextParser()
+    parser.feed(html)
+    parser.close()
+    lines = (_squash(line) for line in "".join(parser.parts).split("\n"))
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return _squash("".join(parser.title_parts)), text
+
+
+def _address_refused(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return not ip.is_global or ip.is_multicast
+
+
+async def _check_target(url: str, allow_private: bool) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebError(f"only http(s) URLs can be fetched, not {url[:200]!r}.")
+    if allow_private:
+        return
+    host = parts.hostname
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, parts.port or 0, type=socket.SOCK_STREAM
+            )
+        except OSError:
+            raise WebError(f"the host {host!r} could not be resolved.") from None
+        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    if any(_address_refused(ip) for ip in addresses):
+        raise WebError(f"{host!r} is a local or private address; it is not fetched.")
+
+
+async def fetch_page(
+    url: str,
+    *,
+    timeout: float = FETCH_TIMEOUT_S,
+    max_bytes: int = FETCH_MAX_BYTES,
+    max_chars: int = FETCH_MAX_CHARS,
+    allow_private: bool = False,
+) -> str:
+    """A page as readable text, headed by its final URL and title."""
+    current = url.strip()
+    try:
+        async with httpx.AsyncClient(
+            timeout=timeout, headers={"User-Agent": USER_AGENT}, follow_redirects=False
+        ) as http:
+            for _ in range(MAX_REDIRECTS + 1):
+                await _check_target(current, allow_private)
+                async with http.stream("GET", current) as response:
+                    if response.is_redirect and "location" in response.headers:
+                        current = urljoin(current, response.headers["location"])
+                        continue
+                    if response.status_code >= 400:
+                        raise WebError(
+                            f"the page answered HTTP {response.status_code} "
+                            f"({response.reason_phrase or 'error'})."
+                        )
+                    body, cut = await _read_capped(response, max_bytes)
+                    return _page_text(current, response, body, cut, max_chars)
+    except httpx.HTTPError as exc:
+        raise _http_failure("the page", exc, timeout) from None
+    raise WebError(f"more than {MAX_REDIRECTS} redirects.")
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= max_bytes:
+            return b"".join(chunks)[:max_bytes], True
+    return b"".join(chunks), False
+
+
+def _page_text(url: str, response: httpx.Response, body: bytes, cut: bool, limit: int) -> str:
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    raw = body.decode(response.encoding or "utf-8", errors="replace")
+    if kind in ("text/html", "application/xhtml+xml") or (
+        not kind and raw.lstrip()[:100].lower().startswith(("<!doctype html", "<html"))
+    ):
+        title, text = html_to_text(raw)
+    elif kind.startswith("text/") or kind in ("application/json", "application/xml") or not kind:
+        title, text = "", raw.strip()
+    else:
+        raise WebError(f"{url} is not a text page ({kind}); it cannot be read.")
+    notes = []
+    if cut:
+        notes.append(f"only the first {len(body) // 1024} KB were read")
+    if len(text) > limit:
+        text = text[:limit]
+        notes.append(f"text truncated to {limit} characters")
+    head = f"URL: {url}\n" + (f"Title: {title}\n" if title else "")
+    tail = f"\n\n[{'; '.join(notes)}]" if notes else ""
+    return f"{head}\n{text or '(no readable text)'}{tail}"
+
+
+# -- the service the tools and GET /config use -----------------------------------------
+
+
+class WebService:
+    def __init__(self, container: Container) -> None:
+        self.c = container
+        # Tests point fetch_page at loopback servers; off everywhere else.
+        self.allow_private = False
+
+    async def mode(self) -> str:
+        value = await self.c.kv.get(
+            config_keys.WEB_SEARCH_MODE, config_keys.DEFAULTS[config_keys.WEB_SEARCH_MODE]
+        )
+        return str(value) if value in MODES else "auto"
+
+    async def exa_key(self) -> str | None:
+        llm = self.c.extras.get("llm")
+        if llm is None or not hasattr(llm, "service_credential"):
+            return None
+        key: str | None = await llm.service_credential("web-search")
+        return key
+
+    async def backend(self) -> SearchBackend | None:
+        key = await self.exa_key()
+        provider = provider_for(await self.mode(), key is not None)
+        if provider == "exa" and key:
+            return ExaSearch(self.c.settings.exa_base_url, key)
+        if provider == "ddgs":
+            return DuckDuckGoSearch(self.c.settings.ddg_base_url)
+        return None
+
+    async def search_text(self, query: str, num_results: int = 5) -> str:
+        """The tool result: a numbered list, or a readable failure."""
+        query = query.strip()
+        if not query:
+            return "Web search needs a non-empty query."
+        backend = await self.backend()
+        if backend is None:
+            return "Web search is not available (no search backend is configured)."
+        n = max(1, min(MAX_RESULTS, int(num_results)))
+        try:
+            hits = await backend.search(query, n)
+        except WebError as exc:
+            return f"Web search failed: {exc}"
+        return format_hits(query, backend.name, hits)
+
+    async def fetch_text(self, url: str) -> str:
+        try:
+            return await fetch_page(url, allow_private=self.allow_private)
+        except WebError as exc:
+            return f"Could not fetch the page: {exc}"
+
+
+def format_hits(query: str, provider: str, hits: list[SearchHit]) -> str:
+    source = "Exa" if provider == "exa" else "DuckDuckGo"
+    if not hits:
+        return f"No web results for {query!r} (via {source})."
+    lines = [f"Web results for {query!r} (via {source}):"]
+    for i, hit in enumerate(hits, 1):
+        lines.append(f"{i}. {hit.title}")
+        lines.append(f"   {hit.url}")
+        snippet = f"{hit.published}: {hit.snippet}" if hit.published else hit.snippet
+        if snippet:
+            lines.append(f"   {snippet}")
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""Unit tests of the web backends: DuckDuckGo parsing, mode choice, page text, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from tests.support.fake_web import ARTICLE, EXA_KEY, WebState, ddg_page, web_server
+
+from famulus.integrations import web
+from famulus.integrations.web import (
+    DuckDuckGoSearch,
+    ExaSearch,
+    SearchHit,
+    WebError,
+    fetch_page,
+    format_hits,
+    html_to_text,
+    parse_ddg_html,
+    provider_for,
+    unwrap_ddg_url,
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[WebState]:
+    with web_server() as state:
+        yield state
+
+
+@pytest.mark.parametrize(
+    ("href", "target"),
+    [
+        (
+            "//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.com%2Fa%3Fb%3D1%26c%3D2&rut=ff",
+            "https://example.com/a?b=1&c=2",
+        ),
+        ("https://duckduckgo.com/l/?uddg=http%3A%2F%2Fx.org%2F", "http://x.org/"),
+        ("/l/?kh=-1&uddg=https%3A%2F%2Fy.net%2Fp%20q", "https://y.net/p q"),
+        ("https://plain.example/page", "https://plain.example/page"),
+        ("//duckduckgo.com/l/?rut=only", "https://duckduckgo.com/l/?rut=only"),
+    ],
+)
+def test_unwrap_ddg_redirects(href: str, target: str) -> None:
+    assert unwrap_ddg_url(href) == target
+
+
+def test_parse_ddg_results() -> None:
+    hits = parse_ddg_html(ddg_page("q"))
+    assert hits == [
+        SearchHit(
+            "About Python",
+            "https://python.org/about/?a=1&b=2",
+            "Python is a programming language & more.",
+        ),
+        SearchHit("Direct link", "https://docs.example.org/direct", "Snippet two for q"),
+    ]
+
+
+def test_parse_ddg_empty_page() -> None:
+    assert (
+        parse_ddg_html("<html><body><div class='no-results'>No results.</div></body></html>") == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "key", "provider"),
+    [
+        ("auto", True, "exa"),
+        ("auto", False, "ddgs"),
+        ("exa", True, "exa"),
+        ("exa", False, "none"),
+        ("ddgs", True, "ddgs"),
+        ("ddgs", False, "ddgs"),
+        ("none", True, "none"),
+        ("none", False, "none"),
+    ],
+)
+def test_provider_for_mode(mode: str, key: bool, provider: str) -> None:
+    assert provider_for(mode, key) == provider
+
+
+def test_html_to_text_drops_scripts_and_styles() -> None:
+    title, text = html_to_text(ARTICLE)
+    assert title == "An article"
+    assert text.splitlines()[:3] == ["Home", "", "Heading"]
+    assert "First & foremost paragraph." in text
+    assert "Second paragraph with a link." in text
+    assert "- one\n- two" in text
+    for hidden in ("secret", "color", "enable js", "var "):
+        assert hidden not in text
+
+
+def test_format_hits() -> None:
+    hits = [SearchHit("T", "https://t.example", "snip", "2024-01-02"), SearchHit("U", "https://u")]
+    assert format_hits("q", "exa", hits) == (
+        "Web results for 'q' (via Exa):\n1. T\n   https://t.example\n   2024-01-02: snip\n"
+        "2. U\n   https://u"
+    )
+    assert format_hits("q", "ddgs", []) == "No web results for 'q' (via DuckDuckGo)."
+
+
+async def test_duckduckgo_backend(fake: WebState) -> None:
+    hits = await DuckDuckGoSearch(f"{fake.url}/ddg").search("hello world", 1)
+    assert [h.url for h in hits] == ["https://python.org/about/?a=1&b=2"]
+    assert fake.requests[-1]["form"] == {"q": "hello world"}
+    assert "Mozilla" in fake.requests[-1]["headers"]["User-Agent"]
+
+
+async def test_duckduckgo_500_is_a_web_error(fake: WebState) -> None:
+    fake.fail_status = 500
+    with pytest.raises(WebError, match="DuckDuckGo answered HTTP 500"):
+        await DuckDuckGoSearch(f"{fake.url}/ddg").search("x", 5)
+
+
+async def test_exa_bad_key_and_unreachable(fake: WebState) -> None:
+    with pytest.raises(WebError, match=r"Exa answered HTTP 401 \(Invalid API key\)"):
+        await ExaSearch(f"{fake.url}/exa", "wrong").search("x", 5)
+    hits = await ExaSearch(f"{fake.url}/exa", EXA_KEY).search("x", 1)
+    assert [h.title for h in hits] == ["Exa result one"]
+    with pytest.raises(WebError, match="could not reach Exa"):
+        await ExaSearch("http://127.0.0.1:9", EXA_KEY).search("x", 5)
+
+
+async def test_fetch_page_extracts_text_after_redirect(fake: WebState) -> None:
+    text = await fetch_page(f"{fake.url}/pages/moved", allow_private=True)
+    assert text.startswith(f"URL: {fake.url}/pages/article\nTitle: An article\n\n")
+    assert "First & foremost paragraph." in text and "secret" not in text
+
+
+async def test_fetch_page_caps_size_and_length(fake: WebState) -> None:
+    text = await fetch_page(f"{fake.url}/pages/big", allow_private=True, max_chars=1000)
+    assert "x" * 1000 in text and "x" * 1001 not in text
+    assert "only the first 2048 KB were read" in text
+    assert "text truncated to 1000 characters" in text
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("/pages/gone", "the page answered HTTP 404"),
+        ("/pages/image", "is not a text page (image/png)"),
+        ("/pages/loop", "more than 5 redirects"),
+    ],
+)
+async def test_fetch_page_failures(fake: WebState, url: str, message: str) -> None:
+    with pytest.raises(WebError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        await fetch_page(fake.url + url, allow_private=True)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://example.com/file",
+        "file:///etc/passwd",
+        "http://127.0.0.1/",
+        "http://localhost:6877/config",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[::1]/",
+    ],
+)
+async def test_fetch_page_refuses_non_http_and_local_targets(url: str) -> None:
+    with pytest.raises(WebError):
+        await fetch_page(url)
+
+
+async def test_fetch_page_redirect_to_local_is_refused(
+    fake: WebState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the first hop is allowed to be local here; the redirect target is checked too."""
+    checked: list[str] = []
+    original = web._check_target
+
+    async def first_hop_only(url: str, allow_private: bool) -> None:
+        checked.append(url)
+        await original(url, allow_private=len(checked) == 1)
+
+    monkeypatch.setattr(web, "_check_target", first_hop_only)
+    with pytest.raises(WebError, match="local or private address"):
+        await fetch_page(f"{fake.url}/pages/moved")
+    assert checked == [f"{fake.url}/pages/moved", f"{fake.url}/pages/article"]
