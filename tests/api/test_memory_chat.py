@@ -98,3 +98,26 @@ async def test_remember_and_recall_tools(app: Any) -> None:
     assert "Remembered" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
     assert "Already known" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
     assert "3 May" in await toolset.tools["recall"].function("when is mum's birthday")
+
+
+async def test_session_sources_name_what_the_agent_consulted(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    await client.post("/facts", json={"text": "The spare key is under the blue pot"})
+    seen: list[str] = []
+    install_model(app, _capturing(seen, ("recall", '{"query": "spare key"}')))
+    sid = await _session(client)
+    assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == []
+    await client.post("/chat/message", json={"message": "Where is the key?", "session_id": sid})
+    first = await events_until(app, sid, "run_finished")
+    brief = (await client.get("/session", params={"session_id": sid})).json()
+    assert brief == {"session_id": sid, "name": "t", "sources": ["memory"]}
+    listed = (await client.get("/sessions")).json()["sessions"]
+    assert next(s for s in listed if s["session_id"] == sid)["sources"] == ["memory"]
+    # A second use does not repeat it.
+    seen.clear()
+    await client.post("/chat/message", json={"message": "And again?", "session_id": sid})
+    await events_until(app, sid, "run_finished", after=first[-1]["_seq"])
+    assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == [
+        "memory"
+    ]

@@ -24,6 +24,7 @@ from famulus.agent.failures import describe
 from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps, Decision
 from famulus.chat.queue import QueuedMessage
+from famulus.chat.sources import source_of
 from famulus.llm.types import ResolvedModel
 from famulus.store.runs import RunUsageRow
 
@@ -119,6 +120,9 @@ class Run:
             tool_name=part.tool_name,
             meta={"error": True} if error else None,
         )
+        source = source_of(part.tool_name)
+        if source is not None and not error:
+            await self.manager.c.sessions.add_source(self.session_id, source)
         if error:
             await self.manager.learning_event(
                 "tool_failed",

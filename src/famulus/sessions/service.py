@@ -71,6 +71,10 @@ class SessionService:
         await self.events.publish(session_id, "session_renamed", session_id=session_id, name=name)
         return row
 
+    async def add_source(self, session_id: str, source: str) -> None:
+        """Record that the agent drew on ``source`` in this session (once each)."""
+        await self.store.add_source(session_id, source)
+
     async def archive(self, session_id: str) -> SessionRow:
         row = await self.get(session_id)
         if row.archived_at is not None:

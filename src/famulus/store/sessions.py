@@ -132,6 +132,25 @@ class SessionStore:
             lambda conn: conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}").fetchone()[0]
         )
 
+    async def add_source(self, session_id: str, source: str) -> None:
+        """Append ``source`` to the session's sources unless present, in one write."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT sources FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return
+            sources = json.loads(row["sources"])
+            if source not in sources:
+                sources.append(source)
+                conn.execute(
+                    "UPDATE sessions SET sources = ? WHERE id = ?",
+                    (json.dumps(sources), session_id),
+                )
+
+        await self.db.write(op)
+
     async def update(self, session_id: str, **fields: Any) -> SessionRow | None:
         """Set columns (name, archived_at, sources, last_activity) on one session."""
         allowed = {"name", "archived_at", "sources", "last_activity"}
