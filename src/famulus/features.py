@@ -20,6 +20,7 @@ AREAS: list[str] = [
     "famulus.skills",
     "famulus.notify",
     "famulus.integrations.web_tools",
+    "famulus.integrations.calendar_tools",
     "famulus.chat.install",
     "famulus.automations",
 ]

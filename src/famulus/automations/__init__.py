@@ -20,4 +20,12 @@ def install(app: FastAPI, container: Container) -> None:
         notifiers.in_use_checks.append(service.store.using_notifier)
     container.on_start(service.start)
     container.on_stop(service.stop)
+    # Calendar-triggered automations: started after the service, stopped first.
+    from famulus.automations.calendar_watch import CalendarWatcher
+    from famulus.store.calendar_fired import CalendarFiredStore
+
+    watcher = CalendarWatcher(container, service, CalendarFiredStore(container.db))
+    container.extras["calendar_watcher"] = watcher
+    container.on_start(watcher.start)
+    container.on_stop(watcher.stop)
     app.include_router(automations_api.router, dependencies=[Depends(require_key)])

@@ -32,6 +32,8 @@ class AutomationService:
         self.store = store
         self.zone = ZoneInfo(zone_name(c.settings.timezone))
         self.running: dict[int, asyncio.Task[None]] = {}
+        # Automations between "decided to run" and "task registered".
+        self._starting: set[int] = set()
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self._loop: asyncio.Task[None] | None = None
 
@@ -84,7 +86,7 @@ class AutomationService:
         await self.store.delete(automation_id)
 
     def is_running(self, automation_id: int) -> bool:
-        return automation_id in self.running
+        return automation_id in self.running or automation_id in self._starting
 
     # -- runs ----------------------------------------------------------------
 
@@ -94,17 +96,30 @@ class AutomationService:
             raise Conflict(f"Automation {automation_id} is already running.")
         return await self._launch(row)
 
-    async def _launch(self, row: AutomationRow) -> int:
-        run_row = await self.store.start_run(row.id, now_iso())
-        self.running[row.id] = asyncio.create_task(self._run(row, run_row))
+    async def fire(self, row: AutomationRow, task: str) -> int | None:
+        """Start a run with ``task`` instead of the bare description (event
+        triggers add the event); None when the automation is already running."""
+        if self.is_running(row.id):
+            return None
+        return await self._launch(row, task)
+
+    async def _launch(self, row: AutomationRow, task: str | None = None) -> int:
+        self._starting.add(row.id)
+        try:
+            run_row = await self.store.start_run(row.id, now_iso())
+            self.running[row.id] = asyncio.create_task(
+                self._run(row, run_row, task or row.description)
+            )
+        finally:
+            self._starting.discard(row.id)
         return run_row
 
-    async def _run(self, row: AutomationRow, run_row: int) -> None:
+    async def _run(self, row: AutomationRow, run_row: int, task: str) -> None:
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
         try:
             session_id = await self._session(row)
-            outcome = await runner.execute(self.c, session_id, row.description, row.writable)
+            outcome = await runner.execute(self.c, session_id, task, row.writable)
             delivery = await self._deliver(row, outcome)
             status = (
                 outcome.status
@@ -177,6 +192,8 @@ class AutomationService:
         for row in await self.store.all():
             if not row.enabled or row.next_run_at is None or self.is_running(row.id):
                 continue
+            if row.trigger.get("type") == "event":
+                continue  # the calendar watcher fires these; next_run_at only informs
             if parse_iso(row.next_run_at) <= now:
                 await self.store.update(
                     row.id, {"next_run_at": self._next(row.trigger, now)}, touch=False

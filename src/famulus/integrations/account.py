@@ -26,9 +26,9 @@ def configured(settings: Settings) -> bool:
 
 
 async def enabled(c: Container) -> bool:
-    value = await c.kv.get(
-        config_keys.ACCOUNT_ENABLED, config_keys.DEFAULTS.get(config_keys.ACCOUNT_ENABLED)
-    )
+    """The switch; until it is set, a configured account is on."""
+    default = configured(c.settings) or config_keys.DEFAULTS.get(config_keys.ACCOUNT_ENABLED)
+    value = await c.kv.get(config_keys.ACCOUNT_ENABLED, default)
     return bool(value)
 
 
