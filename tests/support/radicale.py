@@ -3,29 +3,37 @@
 ``radicale_server(folder)`` starts ``python -m radicale`` on a free port with
 its storage in ``folder`` and no authentication (any login is accepted and
 becomes the owner of ``/<login>/``), waits until it accepts connections, and
-stops it afterwards. ``CalDav`` seeds and reads events with the ``caldav``
-library, the same client the server uses.
+stops it afterwards. ``CalDav`` seeds and reads events with plain WebDAV
+requests (MKCALENDAR, PUT, PROPFIND, GET), independent of the server's client.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import caldav
+import httpx
+import icalendar
 
 USER = "alice"
 PASSWORD = "secret"
+_MKCALENDAR = (
+    '<?xml version="1.0" encoding="utf-8"?>'
+    '<c:mkcalendar xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav"><d:set><d:prop>'
+    "<d:displayname>{name}</d:displayname>"
+    '<c:supported-calendar-component-set><c:comp name="VEVENT"/>'
+    "</c:supported-calendar-component-set></d:prop></d:set></c:mkcalendar>"
+)
 
 
 def _free_port() -> int:
@@ -38,22 +46,16 @@ def _free_port() -> int:
 class CalDav:
     url: str
 
-    def client(self) -> Any:
-        return caldav.DAVClient(
-            url=self.url, username=USER, password=PASSWORD, enable_rfc6764=False
-        )
-
-    @staticmethod
-    def _calendar(client: Any, name: str) -> Any:
-        principal = client.principal()
-        for cal in principal.calendars():
-            if cal.get_display_name() == name:
-                return cal
-        return principal.make_calendar(name=name)
+    def _http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, auth=(USER, PASSWORD), timeout=10)
 
     def make_calendar(self, name: str) -> None:
-        with self.client() as client:
-            self._calendar(client, name)
+        with self._http() as http:
+            http.request("PROPFIND", f"/{USER}/", headers={"Depth": "0"})  # creates the home
+            r = http.request(
+                "MKCALENDAR", f"/{USER}/{name.lower()}/", content=_MKCALENDAR.format(name=name)
+            )
+            assert r.status_code == 201, r.text
 
     def add(
         self,
@@ -68,32 +70,52 @@ class CalDav:
         calendar: str = "Work",
     ) -> str:
         uid = uid or f"{uuid.uuid4()}@test"
-        fields: dict[str, Any] = {"uid": uid, "summary": summary, "dtstart": start, "dtend": end}
+        cal = icalendar.Calendar()
+        cal.add("prodid", "-//tests//radicale//EN")
+        cal.add("version", "2.0")
+        event = icalendar.Event()
+        event.add("uid", uid)
+        event.add("dtstamp", datetime.now(UTC))
+        event.add("summary", summary)
+        event.add("dtstart", start)
+        event.add("dtend", end)
         if location:
-            fields["location"] = location
+            event.add("location", location)
         if description:
-            fields["description"] = description
+            event.add("description", description)
         if rrule:
-            fields["rrule"] = rrule
-        with self.client() as client:
-            self._calendar(client, calendar).add_event(**fields)
+            event.add("rrule", rrule)
+        cal.add_component(event)
+        with self._http() as http:
+            r = http.put(
+                f"/{USER}/{calendar.lower()}/{uuid.uuid4().hex}.ics",
+                content=cal.to_ical(),
+                headers={"Content-Type": "text/calendar"},
+            )
+            assert r.status_code == 201, r.text
         return uid
 
-    def summaries(self) -> list[tuple[str, datetime, str | None]]:
-        """(summary, start, location) of every event object on the server."""
+    def summaries(self, calendar: str = "Work") -> list[tuple[str, datetime, str | None]]:
+        """(summary, start, location) of every event object in the calendar."""
         found = []
-        with self.client() as client:
-            for cal in client.principal().calendars():
-                for obj in cal.events():
-                    for comp in obj.icalendar_instance.walk("VEVENT"):
-                        loc = comp.get("location")
-                        found.append(
-                            (
-                                str(comp.get("summary")),
-                                comp.get("dtstart").dt,
-                                str(loc) if loc is not None else None,
-                            )
+        with self._http() as http:
+            r = http.request("PROPFIND", f"/{USER}/{calendar.lower()}/", headers={"Depth": "1"})
+            hrefs = [
+                (el.text or "").strip()
+                for el in ET.fromstring(r.content).iter("{DAV:}href")
+                if (el.text or "").strip().endswith(".ics")
+            ]
+            for href in hrefs:
+                parsed = icalendar.Calendar.from_ical(http.get(href).content)
+                for comp in parsed.walk("VEVENT"):
+                    loc = comp.get("location")
+                    found.append(
+                        (
+                            str(comp.get("summary")),
+                            comp.get("dtstart").dt,
+                            str(loc) if loc is not None else None,
                         )
+                    )
         return found
 
 
@@ -114,12 +136,12 @@ def radicale_server(folder: Path, timeout: float = 15.0) -> Iterator[CalDav]:
         "--auth-type",
         "none",
         "--auth-delay",
-        "0",  # no back-off on the client's first, credential-less request
+        "0",
         "--logging-level",
         "error",
     ]
     log = (folder / "radicale.log").open("wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
         while True:
