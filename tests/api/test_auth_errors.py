@@ -170,3 +170,19 @@ async def test_health_guesses_count_and_a_valid_key_clears(
     # /health guesses count: the address is now throttled, even for the real key.
     assert (await anon.get("/health", headers=good)).json()["auth"] is False
     assert (await anon.get("/sessions", headers=good)).status_code == 429
+
+
+@pytest.mark.parametrize(
+    "path", ["/facts/9223372036854775808", "/automations/99999999999999999999", "/dreams/0"]
+)
+async def test_ids_out_of_range_are_422_not_500(client: httpx.AsyncClient, path: str) -> None:
+    r = await client.get(path)
+    assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+
+
+async def test_huge_id_inside_a_body_is_a_clean_error(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/memory/profile",
+        json={"kind": "name", "summary": "x", "source_fact_ids": [2**70]},
+    )
+    assert r.status_code in (404, 422) and "detail" in r.json()

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import RequestBody, RowId
 from famulus.automations.service import AutomationService
 from famulus.container import Container
 from famulus.store.automations import AutomationRow
@@ -138,7 +138,7 @@ async def events(c: Container = Depends(container)) -> StreamingResponse:
 
 
 @router.get("/automations/{automation_id}", response_model=AutomationDetail)
-async def get_one(automation_id: int, c: Container = Depends(container)) -> Any:
+async def get_one(automation_id: RowId, c: Container = Depends(container)) -> Any:
     svc = _svc(c)
     row = await svc.get(automation_id)
     runs = [r.__dict__ for r in await svc.runs(automation_id)]
@@ -147,7 +147,7 @@ async def get_one(automation_id: int, c: Container = Depends(container)) -> Any:
 
 @router.patch("/automations/{automation_id}", response_model=Automation)
 async def patch(
-    automation_id: int, body: AutomationPatch, c: Container = Depends(container)
+    automation_id: RowId, body: AutomationPatch, c: Container = Depends(container)
 ) -> Any:
     svc = _svc(c)
     fields = body.model_dump(exclude_unset=True)
@@ -159,23 +159,23 @@ async def patch(
 
 
 @router.post("/automations/{automation_id}/toggle", response_model=Enabled)
-async def toggle(automation_id: int, c: Container = Depends(container)) -> Enabled:
+async def toggle(automation_id: RowId, c: Container = Depends(container)) -> Enabled:
     row = await _svc(c).flip(automation_id, "enabled")
     return Enabled(id=row.id, enabled=row.enabled)
 
 
 @router.post("/automations/{automation_id}/writable", response_model=Writable)
-async def writable(automation_id: int, c: Container = Depends(container)) -> Writable:
+async def writable(automation_id: RowId, c: Container = Depends(container)) -> Writable:
     row = await _svc(c).flip(automation_id, "writable")
     return Writable(id=row.id, writable=row.writable)
 
 
 @router.post("/automations/{automation_id}/run", response_model=Started, status_code=202)
-async def run_now(automation_id: int, c: Container = Depends(container)) -> Started:
+async def run_now(automation_id: RowId, c: Container = Depends(container)) -> Started:
     return Started(status="started", run_id=await _svc(c).run_now(automation_id))
 
 
 @router.delete("/automations/{automation_id}", response_model=Deleted)
-async def delete(automation_id: int, c: Container = Depends(container)) -> Deleted:
+async def delete(automation_id: RowId, c: Container = Depends(container)) -> Deleted:
     await _svc(c).delete(automation_id)
     return Deleted(status="deleted", id=automation_id)

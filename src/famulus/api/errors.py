@@ -84,6 +84,13 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, detail, headers=headers)
 
 
+def _overflow(request: Request, exc: Exception) -> JSONResponse:
+    """A number too large for SQLite that got past validation (e.g. inside a list)."""
+    return error_response(
+        422, "A number in the request is too large; ids are at most 2^63-1.", "invalid_request"
+    )
+
+
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(500, "Internal server error; see the server log.", "internal")
@@ -93,4 +100,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(FamulusError, _domain)
     app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(OverflowError, _overflow)
     app.add_exception_handler(Exception, _unexpected)

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from famulus.api.memory_common import Page, memory
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import RequestBody, RowId
 from famulus.errors import InvalidRequest
 from famulus.memory.service import MemoryService
 
@@ -59,13 +59,13 @@ async def create_fact(body: FactIn, m: MemoryService = Depends(memory)) -> dict[
 
 
 @router.get("/facts/{fact_id}")
-async def get_fact(fact_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def get_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     return await m.fact_detail(fact_id)
 
 
 @router.patch("/facts/{fact_id}")
 async def patch_fact(
-    fact_id: int, body: FactPatch, m: MemoryService = Depends(memory)
+    fact_id: RowId, body: FactPatch, m: MemoryService = Depends(memory)
 ) -> dict[str, Any]:
     if body.text is None and body.kind is None:
         raise InvalidRequest("Send 'text' or 'kind' to change.")
@@ -74,7 +74,7 @@ async def patch_fact(
 
 
 @router.delete("/facts/{fact_id}")
-async def delete_fact(fact_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def delete_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     await m.delete_fact(fact_id)
     return {"status": "deleted", "fact_id": fact_id}
 
@@ -88,7 +88,7 @@ async def list_observations(
 
 
 @router.get("/observations/{obs_id}")
-async def get_observation(obs_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def get_observation(obs_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     row = await m.get_observation(obs_id)
     facts = await m.store.supporting_facts(obs_id)
     return {"observation": row.public(), "supporting_facts": [f.public() for f in facts]}
@@ -96,13 +96,13 @@ async def get_observation(obs_id: int, m: MemoryService = Depends(memory)) -> di
 
 @router.patch("/observations/{obs_id}")
 async def patch_observation(
-    obs_id: int, body: ObservationPatch, m: MemoryService = Depends(memory)
+    obs_id: RowId, body: ObservationPatch, m: MemoryService = Depends(memory)
 ) -> dict[str, Any]:
     row = await m.update_observation(obs_id, body.summary)
     return {"observation": row.public()}
 
 
 @router.delete("/observations/{obs_id}")
-async def delete_observation(obs_id: int, m: MemoryService = Depends(memory)) -> JSONResponse:
+async def delete_observation(obs_id: RowId, m: MemoryService = Depends(memory)) -> JSONResponse:
     await m.delete_observation(obs_id)
     return JSONResponse({"status": "deleted", "observation_id": obs_id})

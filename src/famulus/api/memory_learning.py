@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from famulus.api.memory_common import Page, memory
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import RequestBody, RowId
 from famulus.memory.learning import EVENT_KINDS, Learning, public_candidate
 from famulus.memory.service import MemoryService
 
@@ -42,7 +42,7 @@ async def list_candidates(
 
 @router.patch("/memory/learning/candidates/{cand_id}/status")
 async def set_status(
-    cand_id: int, body: StatusIn, lrn: Learning = Depends(learning)
+    cand_id: RowId, body: StatusIn, lrn: Learning = Depends(learning)
 ) -> dict[str, Any]:
     row = await lrn.transition(cand_id, body.status)
     return {"candidate": public_candidate(row)}

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import Field
 
 from famulus.api.memory_common import Page, memory
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import RequestBody, RowId
 from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import profile
 from famulus.memory.service import MemoryService
@@ -55,13 +55,13 @@ async def create_entry(body: ProfileIn, m: MemoryService = Depends(memory)) -> d
 
 
 @router.get("/memory/profile/{entry_id}")
-async def get_entry(entry_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def get_entry(entry_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     return await profile.entry_detail(m, entry_id)
 
 
 @router.patch("/memory/profile/{entry_id}")
 async def patch_entry(
-    entry_id: int, body: ProfilePatch, m: MemoryService = Depends(memory)
+    entry_id: RowId, body: ProfilePatch, m: MemoryService = Depends(memory)
 ) -> dict[str, Any]:
     fields = body.model_dump(exclude_none=True)
     if not fields:
@@ -71,7 +71,7 @@ async def patch_entry(
 
 
 @router.delete("/memory/profile/{entry_id}")
-async def delete_entry(entry_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def delete_entry(entry_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     await profile.archive_entry(m, entry_id)
     return {"status": "archived", "entry_id": entry_id}
 
@@ -83,12 +83,12 @@ async def list_dreams(page: Page = Depends(), m: MemoryService = Depends(memory)
 
 
 @router.get("/dreams/{dream_id}")
-async def get_dream(dream_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def get_dream(dream_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     return await profile.dream_detail(m, dream_id)
 
 
 @router.delete("/dreams/{dream_id}")
-async def delete_dream(dream_id: int, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def delete_dream(dream_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     if not await m.extra.delete_dream(dream_id):
         raise NotFound(f"No dream with id {dream_id}.")
     return {"status": "deleted", "dream_id": dream_id}
