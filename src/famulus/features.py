@@ -21,6 +21,7 @@ AREAS: list[str] = [
     "famulus.notify",
     "famulus.integrations.web_tools",
     "famulus.integrations.calendar_tools",
+    "famulus.integrations.mail_tools",
     "famulus.chat.install",
     "famulus.automations",
 ]
