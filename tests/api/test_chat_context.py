@@ -121,3 +121,22 @@ async def test_permanent_delete_cancels_run(app: Any, client: httpx.AsyncClient)
     r = await client.delete(f"/sessions/{sid}/permanent")
     assert r.status_code == 200
     assert not app.state.container.extras["chat"].active
+
+
+async def test_context_without_a_chat_model(app: Any, client: httpx.AsyncClient) -> None:
+    """Usage is measured with no model; compaction needs one only when there is work."""
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    ctx = await client.get("/context", params={"session_id": sid})
+    assert ctx.status_code == 200, ctx.text
+    body = ctx.json()
+    assert body["model"] is None and body["limit"] is None
+    assert body["total"] > 0 and body["message_count"] == 0 and body["tool_count"] >= 3
+    r = await client.post("/compact", json={"session_id": sid})
+    assert r.status_code == 200 and r.json()["status"] == "nothing_to_compact"
+    store = app.state.container.sessions.store
+    for i in range(4):
+        await store.add_message(sid, "user", f"question {i}", run_id=f"r{i}")
+        await store.add_message(sid, "assistant", f"answer {i}", run_id=f"r{i}")
+    assert (await client.get("/context", params={"session_id": sid})).json()["message_count"] == 8
+    r = await client.post("/compact", json={"session_id": sid})
+    assert r.status_code == 503 and r.json()["code"] == "not_configured"

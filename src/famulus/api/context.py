@@ -18,8 +18,8 @@ def service(c: Container = Depends(container)) -> ContextService:
 
 
 class ContextOut(BaseModel):
-    model: str
-    limit: int
+    model: str | None
+    limit: int | None
     total: int
     message_count: int
     tool_count: int

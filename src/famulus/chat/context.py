@@ -14,9 +14,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pydantic_ai.models.test import TestModel
+
 from famulus.agent import compaction
 from famulus.agent.factory import Prepared, prepare
-from famulus.errors import Conflict, UpstreamError
+from famulus.errors import Conflict, NotConfigured, UpstreamError
 from famulus.llm.types import ResolvedModel
 
 if TYPE_CHECKING:
@@ -24,11 +26,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_NOTHING = f"Only the last {compaction.KEEP_USER_TURNS} turns are in context; nothing to compact."
+
+
+# Stands in for the chat model when none is configured, so the prompt, tools
+# and history can still be measured; it is never asked for anything.
+_NO_MODEL = ResolvedModel(
+    model_id="", provider="test", model=TestModel(), context_window=0, max_output_tokens=0
+)
+
 
 @dataclass(frozen=True)
 class ContextReport:
-    model: str
-    limit: int
+    model: str | None
+    limit: int | None
     total: int
     message_count: int
     tool_count: int
@@ -55,12 +66,16 @@ class ContextService:
         return await prepare(inputs, resolved, session, rows, query="")
 
     async def report(self, session_id: str | None) -> ContextReport:
+        """Without a chat model the usage is still measured; model and limit are null."""
         session = await self.c.sessions.current(session_id)
-        resolved = await self.manager.resolve("chat")
-        prepared = await self._prepared(session.session_id, resolved)
+        try:
+            resolved: ResolvedModel | None = await self.manager.resolve("chat")
+        except NotConfigured:
+            resolved = None
+        prepared = await self._prepared(session.session_id, resolved or _NO_MODEL)
         return ContextReport(
-            model=resolved.model_id,
-            limit=resolved.context_window,
+            model=resolved.model_id if resolved else None,
+            limit=resolved.context_window if resolved else None,
             total=prepared.estimate_tokens(),
             message_count=len(prepared.conversation.rows),
             tool_count=len(prepared.tool_definitions()),
@@ -73,7 +88,14 @@ class ContextService:
             raise Conflict(
                 "A run is active in this session; compact after it finishes or cancel it."
             )
-        resolved = await self.manager.resolve("chat")
+        try:
+            resolved = await self.manager.resolve("chat")
+        except NotConfigured:
+            # Nothing to fold needs no model; otherwise the summary does.
+            result = await self._nothing_to_compact(session.session_id)
+            if result is None:
+                raise
+            return result
         try:
             return await self._compact(session.session_id, resolved, run_id=None)
         except (Conflict, UpstreamError):
@@ -84,6 +106,13 @@ class ContextService:
                 "The chat model could not summarize the conversation, so nothing was changed. "
                 "Try again later."
             ) from exc
+
+    async def _nothing_to_compact(self, session_id: str) -> CompactResult | None:
+        prepared = await self._prepared(session_id, _NO_MODEL)
+        if compaction.rows_to_fold(prepared.conversation):
+            return None
+        tokens = prepared.estimate_tokens()
+        return CompactResult("nothing_to_compact", _NOTHING, tokens, tokens)
 
     async def auto_compact(self, session_id: str, resolved: ResolvedModel, *, run_id: str) -> bool:
         """Called by a run near the limit; failure leaves history as it was."""
@@ -102,12 +131,7 @@ class ContextService:
             before_tokens = before.estimate_tokens()
             fold = compaction.rows_to_fold(before.conversation)
             if not fold:
-                return CompactResult(
-                    "nothing_to_compact",
-                    f"Only the last {compaction.KEEP_USER_TURNS} turns are in context; nothing to compact.",
-                    before_tokens,
-                    before_tokens,
-                )
+                return CompactResult("nothing_to_compact", _NOTHING, before_tokens, before_tokens)
             summary = await compaction.summarize(resolved, before.conversation.summary, fold)
             await self.c.sessions.store.add_message(
                 session_id,
