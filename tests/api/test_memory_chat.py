@@ -100,6 +100,18 @@ async def test_remember_and_recall_tools(app: Any) -> None:
     assert "3 May" in await toolset.tools["recall"].function("when is mum's birthday")
 
 
+async def test_remember_keeps_provenance(app: Any, client: httpx.AsyncClient) -> None:
+    memory = app.state.container.extras["memory"]
+    (toolset,) = memory.toolsets()
+    remember = toolset.tools["remember"].function
+    await remember("Dentist every March at Dr. Okafor", "event", "calendar", "uid-42")
+    await remember("Works at the harbour office", "fact", "manual")  # not claimable: chat
+    facts = {f["text"]: f for f in (await client.get("/facts")).json()["facts"]}
+    dentist = facts["Dentist every March at Dr. Okafor"]
+    assert (dentist["source_type"], dentist["source_ref"]) == ("calendar", "uid-42")
+    assert facts["Works at the harbour office"]["source_type"] == "chat"
+
+
 async def test_session_sources_name_what_the_agent_consulted(
     app: Any, client: httpx.AsyncClient
 ) -> None:

@@ -12,21 +12,31 @@ from pydantic_ai.toolsets import FunctionToolset
 from famulus.errors import NotFound
 from famulus.memory.service import FACT_KINDS, MemoryService
 
+# Provenance the agent may claim for what it remembers (never "manual" or
+# "automation": those are set by the API and the automation runner).
+_TOOL_SOURCES = ("chat", "mail", "calendar", "init")
+
 
 def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
     toolset: FunctionToolset[None] = FunctionToolset()
 
-    async def remember(text: str, kind: str = "fact") -> str:
+    async def remember(
+        text: str, kind: str = "fact", source: str = "chat", source_ref: str | None = None
+    ) -> str:
         """Store a durable fact about the person (preference, plan, relationship...).
 
         Args:
             text: one self-contained statement, e.g. "Anna's birthday is 3 May".
             kind: fact, preference, event, relationship or instruction.
+            source: where it was learned: chat (the person said it), mail, calendar or init.
+            source_ref: optional pointer into the source, e.g. a mail uid or an event uid.
         """
         duplicate = await memory.find_duplicate(text)
         if duplicate is not None:
             return f"Already known as fact #{duplicate.id}: {duplicate.text}"
-        row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", "chat")
+        origin = source if source in _TOOL_SOURCES else "chat"
+        ref = source_ref[:200] if source_ref else None
+        row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
         return f"Remembered as fact #{row.id}."
 
     async def recall(query: str, limit: int = 8) -> str:
