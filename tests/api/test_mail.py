@@ -12,8 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.handlers import Message
 from pydantic import SecretStr
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -21,6 +19,7 @@ from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.dovecot import Dovecot, running_dovecot
 from tests.support.live import free_port
+from tests.support.smtp import Inbox, smtp_server
 
 from famulus.app import create_app
 from famulus.errors import NotFound, UpstreamError
@@ -98,25 +97,10 @@ def dovecot() -> Iterator[tuple[Dovecot, dict[str, str]]]:
         yield server, uids
 
 
-class Inbox(Message):
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[Any] = []
-
-    def handle_message(self, message: Any) -> None:
-        self.messages.append(message)
-
-
 @pytest.fixture
 def smtp() -> Iterator[tuple[Inbox, int]]:
-    inbox = Inbox()
-    port = free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield inbox, port
-    finally:
-        controller.stop()
+    with smtp_server() as server:
+        yield server
 
 
 def _settings(tmp_path: Path, server: Dovecot | None, smtp_port: int | None, **kw: Any) -> Settings:

@@ -9,11 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.handlers import Message
 from tests.conftest import API_KEY
 from tests.support.fake_http import recording_server, telegram_route
-from tests.support.live import free_port
+from tests.support.smtp import Inbox, smtp_server
 
 from famulus.app import create_app
 from famulus.settings import Settings
@@ -21,25 +19,10 @@ from famulus.settings import Settings
 TOKEN = "123456:telegram-test-token"
 
 
-class Inbox(Message):
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[Any] = []
-
-    def handle_message(self, message: Any) -> None:
-        self.messages.append(message)
-
-
 @pytest.fixture
 def smtp() -> Iterator[tuple[Inbox, int]]:
-    inbox = Inbox()
-    port = free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield inbox, port
-    finally:
-        controller.stop()
+    with smtp_server() as server:
+        yield server
 
 
 @pytest.fixture
