@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from famulus import __version__
 from famulus.api import directives, health, sessions, sse
+from famulus.api.bodyless import BodylessMiddleware
 from famulus.api.deps import require_key
 from famulus.api.errors import install_error_handlers
 from famulus.api.limits import BodyLimitMiddleware
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.container = container
     install_error_handlers(app)
+    app.add_middleware(BodylessMiddleware, openapi=app.openapi)
     app.add_middleware(
         BodyLimitMiddleware,
         default_limit=settings.max_body_bytes,

@@ -29,8 +29,14 @@ class FamulusError(Exception):
 
 
 class InvalidRequest(FamulusError):
+    """422; ``loc`` names the offending field like a validation error does."""
+
     status = 422
     code = "invalid_request"
+
+    def __init__(self, detail: str, loc: list[str | int] | None = None) -> None:
+        super().__init__(detail)
+        self.loc = loc
 
 
 class BadRequest(FamulusError):

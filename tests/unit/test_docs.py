@@ -26,12 +26,7 @@ def test_every_route_is_in_the_api_docs(tmp_path: Path) -> None:
 
     api_md = (ROOT / "docs" / "api.md").read_text()
     app = create_app(Settings(home=tmp_path, api_key="k" * 32))  # type: ignore[arg-type]
-    paths = {getattr(r, "path", "") for r in app.routes}
-    undocumented = sorted(
-        p
-        for p in paths
-        if p
-        and not p.startswith(("/openapi", "/docs", "/redoc"))
-        and p.split("{")[0].rstrip("/") not in api_md
-    )
+    paths = set(app.openapi()["paths"])
+    assert len(paths) > 60  # the whole API, not an empty schema
+    undocumented = sorted(p for p in paths if p.split("{")[0].rstrip("/") not in api_md)
     assert not undocumented, f"routes missing from docs/api.md: {undocumented}"

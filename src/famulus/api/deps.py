@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from famulus.api.bodyless import STATE_KEY
 from famulus.container import Container
-from famulus.errors import Unauthorized
+from famulus.errors import BadRequest, InvalidRequest, Unauthorized
 
 _bearer = HTTPBearer(auto_error=False, description="The famulus API key")
 
@@ -40,6 +41,18 @@ def require_key(
             "Invalid API key. Use the key printed at first start, or run 'famulus key reset'."
         )
     c.throttle.clear(client)
+    _refuse_unexpected_body(request)
+
+
+def _refuse_unexpected_body(request: Request) -> None:
+    """See ``api/bodyless.py``: judged only once the caller is known."""
+    problem = request.scope.get("state", {}).get(STATE_KEY)
+    if problem == "malformed":
+        raise BadRequest("The request body is not valid JSON (this endpoint takes no body).")
+    if problem == "unexpected":
+        raise InvalidRequest(
+            "This endpoint takes no request body; send none (or {}).", loc=["body"]
+        )
 
 
 def token_is_valid(request: Request) -> bool | None:

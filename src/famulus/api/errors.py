@@ -8,13 +8,16 @@ never carries a stack trace or a secret).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from famulus.agent.failures import describe
 from famulus.errors import FamulusError, RateLimited
 
 log = logging.getLogger("famulus.api")
@@ -62,6 +65,19 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, detail, "invalid_request", errors=items)
 
 
+# "field: what is wrong" — the form most service-level checks use.
+_FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*): ")
+
+
+def _domain_errors(exc: FamulusError) -> list[dict[str, Any]]:
+    """A service's 422 carries ``errors`` like a schema 422, so clients need one parser."""
+    loc = getattr(exc, "loc", None)
+    if loc is None:
+        match = _FIELD_PREFIX.match(exc.detail)
+        loc = ["body", *match.group(1).split(".")] if match else ["body"]
+    return [{"loc": list(loc), "msg": exc.detail}]
+
+
 def _domain(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FamulusError)
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
@@ -69,7 +85,14 @@ def _domain(request: Request, exc: Exception) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"}
     if exc.status >= 500 and exc.code == "internal":
         log.error("internal error: %s", exc.detail)
-    return error_response(exc.status, exc.detail, exc.code, headers)
+    extra = {"errors": _domain_errors(exc)} if exc.status == 422 else {}
+    return error_response(exc.status, exc.detail, exc.code, headers, **extra)
+
+
+def _model_failure(request: Request, exc: Exception) -> JSONResponse:
+    """A model provider failed during a request (memory jobs, compaction ...): a 502."""
+    log.warning("model failure on %s %s: %s", request.method, request.url.path, exc)
+    return error_response(502, describe(exc).message, "upstream_error")
 
 
 def _http(request: Request, exc: Exception) -> JSONResponse:
@@ -87,7 +110,10 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
 def _overflow(request: Request, exc: Exception) -> JSONResponse:
     """A number too large for SQLite that got past validation (e.g. inside a list)."""
     return error_response(
-        422, "A number in the request is too large; ids are at most 2^63-1.", "invalid_request"
+        422,
+        "A number in the request is too large; ids are at most 2^63-1.",
+        "invalid_request",
+        errors=[{"loc": ["body"], "msg": "number too large"}],
     )
 
 
@@ -101,4 +127,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(FamulusError, _domain)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(OverflowError, _overflow)
+    for model_error in (ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded):
+        app.add_exception_handler(model_error, _model_failure)
     app.add_exception_handler(Exception, _unexpected)

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from famulus.api.deps import container
+from famulus.api.schemas import MAX_ROW_ID
 from famulus.chat.events import Event, EventHub, Subscription
 from famulus.container import Container
 from famulus.errors import InvalidRequest
@@ -35,9 +36,12 @@ def _start_id(last_event_id: str | None, after: int | None) -> int:
     if last_event_id is None or not last_event_id.strip():
         return 0
     try:
-        return max(0, int(last_event_id.strip()))
+        value = max(0, int(last_event_id.strip()))
     except ValueError as exc:
         raise InvalidRequest("Last-Event-ID must be an event id (an integer).") from exc
+    if value > MAX_ROW_ID:
+        raise InvalidRequest(f"Last-Event-ID must be at most {MAX_ROW_ID}.")
+    return value
 
 
 async def _stream(
@@ -81,7 +85,9 @@ async def _stream(
 )
 async def chat_events(
     session_id: str,
-    after: int | None = Query(default=None, ge=0, description="Replay events after this id"),
+    after: int | None = Query(
+        default=None, ge=0, le=MAX_ROW_ID, description="Replay events after this id"
+    ),
     stream: bool = Query(default=False, description="Also send live text_delta events"),
     last_event_id: str | None = Header(default=None),
     c: Container = Depends(container),
