@@ -178,3 +178,116 @@ async def test_missed_run_runs_once_at_tick(app: Any, client: httpx.AsyncClient)
     body = await _wait_done(client, a["id"])
     assert len(body["runs"]) == 1
     assert parse_iso(body["next_run_at"]) > utcnow()
+
+
+async def test_runs_use_their_own_session_not_the_default(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted("first run", "second run"))
+    mine = (await client.post("/sessions", json={"name": "mine"})).json()["session_id"]
+    a = await _create(client, name="Brief")
+    assert (await client.get(f"/automations/{a['id']}")).json()["session_id"] is None
+    await client.post(f"/automations/{a['id']}/run")
+    body = await _wait_done(client, a["id"])
+    sid = body["session_id"]
+    assert sid and sid != mine
+    # the default session and the list are still the person's conversation
+    assert (await client.get("/session")).json()["session_id"] == mine
+    assert (await client.get("/session/history")).json()["session_id"] == mine
+    listed = (await client.get("/sessions")).json()["sessions"]
+    assert [s["session_id"] for s in listed] == [mine]
+    autos = (await client.get("/sessions", params={"origin": "automation"})).json()["sessions"]
+    assert [(s["session_id"], s["name"]) for s in autos] == [(sid, "Automation: Brief")]
+    history = (await client.get("/session/history", params={"session_id": sid})).json()
+    assert any("first run" in m["content"] for m in history["messages"])
+    # a second run reuses the session
+    await client.post(f"/automations/{a['id']}/run")
+    body = await _wait_done(client, a["id"], runs=2)
+    assert body["session_id"] == sid
+    history = (await client.get("/session/history", params={"session_id": sid})).json()
+    assert any("second run" in m["content"] for m in history["messages"])
+    assert (await client.get("/session")).json()["session_id"] == mine
+    # a permanently deleted session is reported as none
+    await client.delete(f"/sessions/{sid}/permanent")
+    assert (await client.get(f"/automations/{a['id']}")).json()["session_id"] is None
+
+
+async def test_empty_patch_changes_nothing(client: httpx.AsyncClient) -> None:
+    a = await _create(client)
+    await asyncio.sleep(0.01)
+    r = await client.patch(f"/automations/{a['id']}", json={})
+    assert r.status_code == 200
+    assert r.json() == a
+    assert (await client.get("/automations")).json()["automations"] == [a]
+
+
+async def test_disabled_automation_has_no_next_run(app: Any, client: httpx.AsyncClient) -> None:
+    off = await _create(client, enabled=False)
+    assert off["enabled"] is False and off["next_run_at"] is None
+    # enabling computes it, disabling clears it again
+    await client.post(f"/automations/{off['id']}/toggle")
+    on = (await client.get(f"/automations/{off['id']}")).json()
+    assert 0 < (parse_iso(on["next_run_at"]) - utcnow()).total_seconds() <= 86400
+    await client.post(f"/automations/{off['id']}/toggle")
+    assert (await client.get(f"/automations/{off['id']}")).json()["next_run_at"] is None
+    # changing the trigger while disabled keeps it null; enabling by PATCH computes it
+    r = await client.patch(
+        f"/automations/{off['id']}", json={"trigger": {"every": "30m", "type": "time"}}
+    )
+    assert r.json()["next_run_at"] is None
+    r = await client.patch(f"/automations/{off['id']}", json={"enabled": True})
+    assert 1790 < (parse_iso(r.json()["next_run_at"]) - utcnow()).total_seconds() <= 1800
+    r = await client.patch(f"/automations/{off['id']}", json={"enabled": False})
+    assert r.json()["next_run_at"] is None
+    # the scheduler never starts a disabled automation
+    svc = app.state.container.extras["automations"]
+    await svc.tick()
+    assert (await client.get(f"/automations/{off['id']}")).json()["runs"] == []
+
+
+async def test_enabling_does_not_move_a_pending_missed_run(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted("done"))
+    a = await _create(client)
+    svc = app.state.container.extras["automations"]
+    past = iso(utcnow().replace(year=utcnow().year - 1))
+    await svc.store.update(a["id"], {"next_run_at": past}, touch=False)
+    # an update that does not touch the schedule keeps the missed slot due
+    r = await client.patch(f"/automations/{a['id']}", json={"enabled": True, "name": "B2"})
+    assert r.json()["next_run_at"] == past
+    await svc.tick()
+    body = await _wait_done(client, a["id"])
+    assert len(body["runs"]) == 1
+    assert parse_iso(body["next_run_at"]) > utcnow()
+
+
+def test_migration_marks_automation_sessions_and_clears_disabled_next_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sqlite3
+
+    from famulus.store import migrate
+
+    every = migrate._migration_files()
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    monkeypatch.setattr(migrate, "_migration_files", lambda: [m for m in every if m[0] < "0330"])
+    migrate.apply_migrations(conn)
+    now = iso(utcnow())
+    for sid in ("s_chat", "s_auto"):
+        conn.execute(
+            "INSERT INTO sessions (id, name, created_at, last_activity) VALUES (?, ?, ?, ?)",
+            (sid, sid, now, now),
+        )
+    for name, sid, enabled in (("a", "s_auto", 1), ("b", None, 0)):
+        conn.execute(
+            "INSERT INTO automations (name, description, trigger, enabled, session_id,"
+            " created_at, updated_at, next_run_at) VALUES (?, 'd', '{}', ?, ?, ?, ?, ?)",
+            (name, enabled, sid, now, now, now),
+        )
+    monkeypatch.setattr(migrate, "_migration_files", lambda: every)
+    assert "0330_session_origin" in migrate.apply_migrations(conn)
+    origins = dict(conn.execute("SELECT id, origin FROM sessions").fetchall())
+    assert origins == {"s_chat": "chat", "s_auto": "automation"}
+    nxt = dict(conn.execute("SELECT name, next_run_at FROM automations").fetchall())
+    assert nxt == {"a": now, "b": None}

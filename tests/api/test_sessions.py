@@ -5,6 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from famulus.errors import Conflict
+
 
 async def _create(client: httpx.AsyncClient, name: str = "s") -> dict:
     r = await client.post("/sessions", json={"name": name})
@@ -160,3 +162,100 @@ async def test_history_defaults_to_current(client: httpx.AsyncClient) -> None:
     sid = (await _create(client))["session_id"]
     r = await client.get("/session/history")
     assert r.json() == {"session_id": sid, "messages": []}
+
+
+async def test_list_takes_limit_and_offset(client: httpx.AsyncClient) -> None:
+    ids = [(await _create(client, f"n{i}"))["session_id"] for i in range(5)]
+    newest_first = list(reversed(ids))
+    r = await client.get("/sessions", params={"limit": 3})
+    assert [s["session_id"] for s in r.json()["sessions"]] == newest_first[:3]
+    r = await client.get("/sessions", params={"limit": 3, "offset": 3})
+    assert [s["session_id"] for s in r.json()["sessions"]] == newest_first[3:5]
+    r = await client.get("/sessions", params={"offset": 5})
+    assert r.json()["sessions"] == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": 0}, {"limit": 21}, {"limit": "x"}, {"offset": -1}, {"origin": "robot"}],
+)
+async def test_list_rejects_bad_query(client: httpx.AsyncClient, params: dict) -> None:
+    r = await client.get("/sessions", params=params)
+    assert r.status_code == 422, r.text
+    assert r.json()["code"] == "invalid_request"
+
+
+async def test_long_unknown_id_is_truncated_in_detail(client: httpx.AsyncClient) -> None:
+    long_id = "x" * 5000
+    for method, path, kw in [
+        ("GET", "/session", {"params": {"session_id": long_id}}),
+        ("GET", "/session/history", {"params": {"session_id": long_id}}),
+        ("DELETE", f"/sessions/{long_id}", {}),
+    ]:
+        r = await client.request(method, path, **kw)
+        assert r.status_code == 404, (method, path)
+        detail = r.json()["detail"]
+        assert "x" * 63 + "…" in detail and "x" * 65 not in detail
+        assert len(detail) < 200
+    # short ids are quoted whole
+    r = await client.get("/session", params={"session_id": "abc"})
+    assert "'abc'" in r.json()["detail"]
+
+
+async def test_archived_session_conflict_truncates_id(app, client: httpx.AsyncClient) -> None:
+    store = app.state.container.sessions.store
+    long_id = "y" * 300
+    await store.create(long_id, "long")
+    await client.delete(f"/sessions/{long_id}")
+    with pytest.raises(Conflict) as info:
+        await app.state.container.sessions.get_active(long_id)
+    message = str(info.value)
+    assert "y" * 63 + "…" in message and "y" * 65 not in message
+
+
+async def test_automation_sessions_stay_out_of_the_default_and_the_list(
+    app, client: httpx.AsyncClient
+) -> None:
+    sessions = app.state.container.sessions
+    chat = await _create(client, "mine")
+    auto = await sessions.create("Automation: brief", origin="automation")
+    await sessions.store.add_message(auto.session_id, "assistant", "automation output")
+    # the automation session is newer, yet the default stays the chat session
+    assert (await client.get("/session")).json()["session_id"] == chat["session_id"]
+    assert (await client.get("/session/history")).json()["session_id"] == chat["session_id"]
+    r = await client.post("/session/clear")
+    assert r.json()["session_id"] == chat["session_id"]
+    assert len(await sessions.store.messages(auto.session_id)) == 1
+
+    def ids(r: httpx.Response) -> list[str]:
+        return [s["session_id"] for s in r.json()["sessions"]]
+
+    assert ids(await client.get("/sessions")) == [chat["session_id"]]
+    assert ids(await client.get("/sessions", params={"origin": "chat"})) == [chat["session_id"]]
+    assert ids(await client.get("/sessions", params={"origin": "automation"})) == [auto.session_id]
+    # clearing touched the chat session, so it is the most recent of all
+    assert ids(await client.get("/sessions", params={"origin": "all"})) == [
+        chat["session_id"],
+        auto.session_id,
+    ]
+    # reachable by id everywhere
+    r = await client.get("/session", params={"session_id": auto.session_id})
+    assert r.json()["name"] == "Automation: brief"
+    r = await client.get("/session/history", params={"session_id": auto.session_id})
+    assert [m["content"] for m in r.json()["messages"]] == ["automation output"]
+    assert (await client.delete(f"/sessions/{auto.session_id}")).status_code == 200
+    archived = await client.get("/sessions/archived", params={"origin": "automation"})
+    assert ids(archived) == [auto.session_id]
+    assert ids(await client.get("/sessions/archived")) == []
+    assert (await client.post(f"/sessions/{auto.session_id}/restore")).status_code == 200
+    r = await client.delete(f"/sessions/{auto.session_id}/permanent")
+    assert r.json() == {"status": "deleted", "session_id": auto.session_id}
+
+
+async def test_default_is_created_when_only_automation_sessions_exist(
+    app, client: httpx.AsyncClient
+) -> None:
+    auto = await app.state.container.sessions.create("Automation: x", origin="automation")
+    body = (await client.get("/session")).json()
+    assert body["session_id"] != auto.session_id and body["name"] == "New session"
+    assert (await client.get("/session")).json()["session_id"] == body["session_id"]

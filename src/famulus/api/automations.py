@@ -64,6 +64,7 @@ class AutomationRun(BaseModel):
 
 
 class AutomationDetail(Automation):
+    session_id: str | None
     runs: list[AutomationRun]
 
 
@@ -142,7 +143,7 @@ async def get_one(automation_id: RowId, c: Container = Depends(container)) -> An
     svc = _svc(c)
     row = await svc.get(automation_id)
     runs = [r.__dict__ for r in await svc.runs(automation_id)]
-    return {**_out(row, svc), "runs": runs}
+    return {**_out(row, svc), "session_id": await svc.session_of(row), "runs": runs}
 
 
 @router.patch("/automations/{automation_id}", response_model=Automation)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, Field
@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
 from famulus.container import Container
+from famulus.sessions.service import RECENT_LIMIT
 from famulus.store.sessions import MessageRow, SessionRow
 
 router = APIRouter(tags=["sessions"])
@@ -69,6 +70,18 @@ class SessionRef(RequestBody):
     session_id: str | None = None
 
 
+Origin = Literal["chat", "automation", "all"]
+ORIGIN_QUERY = Query(
+    default="chat",
+    description="Which sessions: a person's conversations (chat, the default), "
+    "automations' own sessions (automation), or all.",
+)
+
+
+def _origin(origin: Origin) -> str | None:
+    return None if origin == "all" else origin
+
+
 def _item(row: SessionRow) -> SessionItem:
     return SessionItem(
         session_id=row.session_id,
@@ -124,17 +137,24 @@ async def create_session(
 
 
 @router.get("/sessions", response_model=SessionList)
-async def list_sessions(c: Container = Depends(container)) -> SessionList:
-    return SessionList(sessions=[_item(r) for r in await c.sessions.recent()])
+async def list_sessions(
+    limit: int = Query(default=RECENT_LIMIT, ge=1, le=RECENT_LIMIT),
+    offset: int = Query(default=0, ge=0),
+    origin: Origin = ORIGIN_QUERY,
+    c: Container = Depends(container),
+) -> SessionList:
+    rows = await c.sessions.recent(limit=limit, offset=offset, origin=_origin(origin))
+    return SessionList(sessions=[_item(r) for r in rows])
 
 
 @router.get("/sessions/archived", response_model=SessionList)
 async def archived_sessions(
     limit: int = Query(default=50, ge=1, le=200),
     offset: int = Query(default=0, ge=0),
+    origin: Origin = ORIGIN_QUERY,
     c: Container = Depends(container),
 ) -> SessionList:
-    rows = await c.sessions.archived(limit=limit, offset=offset)
+    rows = await c.sessions.archived(limit=limit, offset=offset, origin=_origin(origin))
     return SessionList(sessions=[_item(r) for r in rows])
 
 

@@ -3,7 +3,8 @@
 The scheduler wakes every few seconds and starts every enabled automation whose
 ``next_run_at`` has passed, so a run missed while the server was down happens
 once at start-up (not once per missed slot). A per-automation lock guarantees
-two runs of one automation never overlap.
+two runs of one automation never overlap. A disabled automation has no
+``next_run_at``; enabling it computes the next slot from now.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from famulus.automations import runner
 from famulus.automations.triggers import next_fire, validate_trigger
 from famulus.container import Container
 from famulus.errors import Conflict, InvalidRequest, NotFound
+from famulus.sessions.service import AUTOMATION
 from famulus.store.automations import AutomationRow, AutomationRunRow, AutomationStore
 from famulus.timeutil import iso, now_iso, parse_iso, utcnow
 
@@ -42,7 +44,8 @@ class AutomationService:
     async def create(self, fields: dict[str, Any]) -> AutomationRow:
         fields["trigger"] = validate_trigger(fields["trigger"])
         await self._check_notifiers(fields.get("notifiers") or [])
-        fields["next_run_at"] = self._next(fields["trigger"], utcnow())
+        enabled = fields.get("enabled", True)
+        fields["next_run_at"] = self._next(fields["trigger"], utcnow()) if enabled else None
         return await self.store.create(fields)
 
     async def get(self, automation_id: int) -> AutomationRow:
@@ -60,23 +63,36 @@ class AutomationService:
         return await self.store.runs(automation_id)
 
     async def update(self, automation_id: int, fields: dict[str, Any]) -> AutomationRow:
-        await self.get(automation_id)
+        """Change some fields; an empty change leaves the automation untouched.
+
+        ``next_run_at`` is null while disabled; it is recomputed from now when
+        the trigger changes (while enabled) or the automation is enabled."""
+        row = await self.get(automation_id)
+        if not fields:
+            return row
+        fields = dict(fields)
         if "trigger" in fields:
             fields["trigger"] = validate_trigger(fields["trigger"])
-            fields["next_run_at"] = self._next(fields["trigger"], utcnow())
         if "notifiers" in fields:
             await self._check_notifiers(fields["notifiers"])
-        row = await self.store.update(automation_id, fields)
-        assert row is not None
-        return row
+        enabled = fields.get("enabled", row.enabled)
+        if not enabled:
+            fields["next_run_at"] = None
+        elif "trigger" in fields or not row.enabled:
+            fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), utcnow())
+        updated = await self.store.update(automation_id, fields)
+        assert updated is not None
+        return updated
 
     async def flip(self, automation_id: int, field: str) -> AutomationRow:
         row = await self.get(automation_id)
-        value = not getattr(row, field)
-        extra: dict[str, Any] = {}
-        if field == "enabled" and value:
-            extra["next_run_at"] = self._next(row.trigger, utcnow())
-        return await self.update(automation_id, {field: value, **extra})
+        return await self.update(automation_id, {field: not getattr(row, field)})
+
+    async def session_of(self, row: AutomationRow) -> str | None:
+        """The id of the automation's session while it exists, else None."""
+        if row.session_id is None or await self.c.sessions.store.get(row.session_id) is None:
+            return None
+        return row.session_id
 
     async def delete(self, automation_id: int) -> None:
         await self.get(automation_id)
@@ -135,7 +151,7 @@ class AutomationService:
                 {"last_run_at": iso(started), "last_result": result, "last_status": status},
                 touch=False,
             )
-            await self._learn(row, status, result)
+            await self._learn(row, session_id, status, result)
             self._broadcast(
                 {"type": "automation_finished", "id": row.id, "status": status, "result": result}
             )
@@ -146,12 +162,16 @@ class AutomationService:
             self.running.pop(row.id, None)
 
     async def _session(self, row: AutomationRow) -> str:
+        """The automation's own session, reused across runs; a new one on the
+        first run or when the person archived or deleted the old one."""
         sessions = self.c.sessions
-        if row.session_id and await sessions.store.get(row.session_id) is not None:
-            got = await sessions.store.get(row.session_id)
+        current = await self.store.get(row.id)  # ``row`` may predate an earlier run
+        session_id = current.session_id if current is not None else row.session_id
+        if session_id:
+            got = await sessions.store.get(session_id)
             if got is not None and got.archived_at is None:
-                return row.session_id
-        created = await sessions.create(f"Automation: {row.name}")
+                return session_id
+        created = await sessions.create(f"Automation: {row.name}", origin=AUTOMATION)
         await self.store.update(row.id, {"session_id": created.session_id}, touch=False)
         return created.session_id
 
@@ -166,7 +186,7 @@ class AutomationService:
                 problems.append(f"{name}: {getattr(exc, 'detail', exc)}")
         return "; ".join(problems)
 
-    async def _learn(self, row: AutomationRow, status: str, result: str) -> None:
+    async def _learn(self, row: AutomationRow, session_id: str, status: str, result: str) -> None:
         memory = self.c.extras.get("memory")
         if memory is None:
             return
@@ -174,7 +194,7 @@ class AutomationService:
             await memory.record_learning_event(
                 "automation_outcome",
                 f"Automation '{row.name}' finished: {status}",
-                session_id=row.session_id,
+                session_id=session_id,
                 run_id=None,
                 data={"automation_id": row.id, "result": result[:2000]},
             )

@@ -2,6 +2,11 @@
 
 Lifecycle changes are announced on the session's event stream so every client
 showing the session stays in step.
+
+A session's origin is ``chat`` (a person's conversation) or ``automation`` (an
+automation's own session). The default session and the recent list only
+consider chat sessions, so automation runs never take over the conversation;
+every session stays reachable by id.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from famulus.timeutil import now_iso
 
 DEFAULT_NAME = "New session"
 RECENT_LIMIT = 20
+CHAT = "chat"
+AUTOMATION = "automation"
+ORIGINS = (CHAT, AUTOMATION)
+ID_QUOTE_MAX = 64
 
 # Called before a session is removed or cleared, e.g. to cancel its run.
 SessionHook = Callable[[str], Awaitable[None]]
@@ -25,6 +34,13 @@ def new_session_id() -> str:
     return "s_" + secrets.token_hex(8)
 
 
+def quote_id(session_id: str) -> str:
+    """``session_id`` for an error message: at most ID_QUOTE_MAX characters."""
+    if len(session_id) <= ID_QUOTE_MAX:
+        return session_id
+    return session_id[: ID_QUOTE_MAX - 1] + "…"
+
+
 class SessionService:
     def __init__(self, store: SessionStore, events: EventHub) -> None:
         self.store = store
@@ -32,37 +48,49 @@ class SessionService:
         self.before_remove: list[SessionHook] = []
         self.before_clear: list[SessionHook] = []
 
-    async def create(self, name: str | None = None) -> SessionRow:
-        return await self.store.create(new_session_id(), name or DEFAULT_NAME)
+    async def create(self, name: str | None = None, origin: str = CHAT) -> SessionRow:
+        if origin not in ORIGINS:
+            raise ValueError(f"unknown session origin {origin!r}")
+        return await self.store.create(new_session_id(), name or DEFAULT_NAME, origin)
 
     async def get(self, session_id: str) -> SessionRow:
         row = await self.store.get(session_id)
         if row is None:
-            raise NotFound(f"No session with id '{session_id}'. List sessions with GET /sessions.")
+            raise NotFound(
+                f"No session with id '{quote_id(session_id)}'. List sessions with GET /sessions."
+            )
         return row
 
     async def get_active(self, session_id: str) -> SessionRow:
         """A session that can take new messages (not archived)."""
         row = await self.get(session_id)
         if row.archived_at is not None:
+            quoted = quote_id(session_id)
             raise Conflict(
-                f"Session '{session_id}' is archived; restore it with "
-                f"POST /sessions/{session_id}/restore first."
+                f"Session '{quoted}' is archived; restore it with "
+                f"POST /sessions/{quoted}/restore first."
             )
         return row
 
     async def current(self, session_id: str | None = None) -> SessionRow:
-        """The given session, else the most recently active one, else a new one."""
+        """The given session (any origin), else the most recently active chat
+        session, else a new chat session."""
         if session_id:
             return await self.get(session_id)
-        row = await self.store.most_recent_active()
+        row = await self.store.most_recent_active(CHAT)
         return row if row is not None else await self.create()
 
-    async def recent(self) -> list[SessionRow]:
-        return await self.store.page(archived=False, limit=RECENT_LIMIT)
+    async def recent(
+        self, limit: int = RECENT_LIMIT, offset: int = 0, origin: str | None = CHAT
+    ) -> list[SessionRow]:
+        """Active sessions, most recently active first; ``origin=None``: every origin."""
+        limit = min(limit, RECENT_LIMIT)
+        return await self.store.page(archived=False, limit=limit, offset=offset, origin=origin)
 
-    async def archived(self, limit: int = 200, offset: int = 0) -> list[SessionRow]:
-        return await self.store.page(archived=True, limit=limit, offset=offset)
+    async def archived(
+        self, limit: int = 200, offset: int = 0, origin: str | None = CHAT
+    ) -> list[SessionRow]:
+        return await self.store.page(archived=True, limit=limit, offset=offset, origin=origin)
 
     async def rename(self, session_id: str, name: str) -> SessionRow:
         await self.get(session_id)

@@ -2,7 +2,9 @@
 
 History rows are written one completed message at a time, so a crash loses at
 most the message being generated. ``message_count`` counts user and assistant
-messages (what a person would call the conversation's length).
+messages (what a person would call the conversation's length). ``origin`` is
+``chat`` for a person's conversations and ``automation`` for an automation's
+own session; ``origin=None`` in a query means every origin.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class SessionRow:
     last_activity: str
     message_count: int
     archived_at: str | None
+    origin: str = "chat"
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class MessageRow:
 
 
 _SESSION_SELECT = """
-SELECT s.id, s.name, s.sources, s.created_at, s.last_activity, s.archived_at,
+SELECT s.id, s.name, s.sources, s.created_at, s.last_activity, s.archived_at, s.origin,
        (SELECT COUNT(*) FROM messages m
          WHERE m.session_id = s.id AND m.role IN ('user', 'assistant')) AS message_count
   FROM sessions s
@@ -59,6 +62,7 @@ def _session(row: sqlite3.Row) -> SessionRow:
         last_activity=row["last_activity"],
         message_count=row["message_count"],
         archived_at=row["archived_at"],
+        origin=row["origin"],
     )
 
 
@@ -88,13 +92,14 @@ class SessionStore:
 
     # -- sessions -----------------------------------------------------------
 
-    async def create(self, session_id: str, name: str) -> SessionRow:
+    async def create(self, session_id: str, name: str, origin: str = "chat") -> SessionRow:
         now = now_iso()
 
         def op(conn: sqlite3.Connection) -> SessionRow:
             conn.execute(
-                "INSERT INTO sessions (id, name, created_at, last_activity) VALUES (?, ?, ?, ?)",
-                (session_id, name, now, now),
+                "INSERT INTO sessions (id, name, origin, created_at, last_activity)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, name, origin, now, now),
             )
             return _fetch(conn, session_id)  # type: ignore[return-value]
 
@@ -103,24 +108,31 @@ class SessionStore:
     async def get(self, session_id: str) -> SessionRow | None:
         return await self.db.read(lambda conn: _fetch(conn, session_id))
 
-    async def most_recent_active(self) -> SessionRow | None:
+    async def most_recent_active(self, origin: str = "chat") -> SessionRow | None:
         def op(conn: sqlite3.Connection) -> SessionRow | None:
             row = conn.execute(
-                _SESSION_SELECT
-                + " WHERE s.archived_at IS NULL ORDER BY s.last_activity DESC, s.rowid DESC LIMIT 1"
+                _SESSION_SELECT + " WHERE s.archived_at IS NULL AND s.origin = ?"
+                " ORDER BY s.last_activity DESC, s.rowid DESC LIMIT 1",
+                (origin,),
             ).fetchone()
             return _session(row) if row else None
 
         return await self.db.read(op)
 
-    async def page(self, *, archived: bool, limit: int, offset: int = 0) -> list[SessionRow]:
+    async def page(
+        self, *, archived: bool, limit: int, offset: int = 0, origin: str | None = None
+    ) -> list[SessionRow]:
         where = "s.archived_at IS NOT NULL" if archived else "s.archived_at IS NULL"
         order = "s.archived_at DESC" if archived else "s.last_activity DESC"
+        params: list[Any] = []
+        if origin is not None:
+            where += " AND s.origin = ?"
+            params.append(origin)
 
         def op(conn: sqlite3.Connection) -> list[SessionRow]:
             rows = conn.execute(
                 f"{_SESSION_SELECT} WHERE {where} ORDER BY {order}, s.rowid DESC LIMIT ? OFFSET ?",
-                (limit, offset),
+                (*params, limit, offset),
             ).fetchall()
             return [_session(r) for r in rows]
 
