@@ -78,3 +78,29 @@ async def test_bodyless_endpoints_refuse_a_body(client: httpx.AsyncClient) -> No
 async def test_a_body_is_still_judged_after_auth(anon: httpx.AsyncClient) -> None:
     r = await anon.post("/memory/clear", json={"x": 1})
     assert r.status_code == 401
+
+
+async def test_non_json_content_type_is_415(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/sessions", content=b'{"name": "x"}', headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 415 and "application/json" in r.json()["detail"]
+
+
+async def test_chat_field_lengths_are_bounded(client: httpx.AsyncClient) -> None:
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    r = await client.post(
+        "/chat/message", json={"message": "hi", "session_id": sid, "client_id": "c" * 201}
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "client_id"]
+
+
+async def test_missing_content_type_is_415_and_missing_body_is_422(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.post("/directives", content=b'{"content": "x"}')
+    assert r.status_code in (405, 415)
+    r = await client.put("/directives", content=b'{"content": "x"}')
+    assert r.status_code == 415, r.text
+    r = await client.put("/directives")
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body"]

@@ -27,10 +27,12 @@ class ImageIn(RequestBody):
 
 class ChatMessageIn(RequestBody):
     message: str = Field(max_length=MAX_MESSAGE_CHARS)
-    session_id: str
-    images: list[ImageIn] | None = None
+    session_id: str = Field(max_length=200)
+    images: list[ImageIn] | None = Field(default=None, max_length=20)
     skip_approvals: bool = False
-    client_id: str | None = None
+    client_id: str | None = Field(
+        default=None, max_length=200, description="Echoed in message_ingested"
+    )
 
 
 class ChatAccepted(BaseModel):

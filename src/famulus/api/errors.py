@@ -53,11 +53,25 @@ def _loc(loc: tuple[Any, ...] | list[Any]) -> list[Any]:
     return [p for p in loc]
 
 
+def _body_unparsed(errors: Any) -> bool:
+    """FastAPI leaves a non-JSON body as raw bytes; the model then rejects it whole."""
+    return any(list(e.get("loc", ())) == ["body"] and e.get("type") != "missing" for e in errors)
+
+
 def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return error_response(400, "The request body is not valid JSON.", "invalid_request")
+    content_type = request.headers.get("content-type", "")
+    if "json" not in content_type.lower() and _body_unparsed(errors):
+        sent = content_type.split(";")[0] or "no Content-Type"
+        return error_response(
+            415,
+            f"The body was sent with {sent}; send it as JSON with "
+            "'Content-Type: application/json'.",
+            "invalid_request",
+        )
     items = [{"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in errors]
     first = items[0] if items else {"loc": [], "msg": "invalid request"}
     where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
