@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import sys
 
 import typer
 
@@ -15,6 +18,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+STARTUP_FAILURE = 3  # uvicorn's exit code when the server could not start
 key_app = typer.Typer(help="Manage the API key.", no_args_is_help=True)
 app.add_typer(key_app, name="key")
 
@@ -69,13 +73,30 @@ def serve(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    uvicorn.run(
-        create_app(settings),
+    app_ = create_app(settings)
+    container = app_.state.container
+
+    class Server(uvicorn.Server):
+        """Drains the app the moment shutdown begins (live chat runs record what they
+        said so far), before uvicorn waits up to 3 s for open streams and the
+        lifespan stops the services."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await container.drain()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(
+        app_,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
         timeout_graceful_shutdown=3,
     )
+    server = Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
 
 
 @key_app.command("reset")

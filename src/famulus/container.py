@@ -43,6 +43,7 @@ class Container:
     extras: dict[str, Any] = field(default_factory=dict)
     _on_start: list[Hook] = field(default_factory=list)
     _on_stop: list[Hook] = field(default_factory=list)
+    _on_drain: list[Hook] = field(default_factory=list)
     _toolset_providers: list[ToolsetProvider] = field(default_factory=list)
 
     def register_toolsets(self, provider: ToolsetProvider) -> None:
@@ -63,6 +64,18 @@ class Container:
 
     def on_stop(self, hook: Hook) -> None:
         self._on_stop.append(hook)
+
+    def on_drain(self, hook: Hook) -> None:
+        """Run ``hook`` as soon as the server begins to shut down (before it waits for
+        open connections), so work in flight is recorded while everything is up."""
+        self._on_drain.append(hook)
+
+    async def drain(self) -> None:
+        for hook in self._on_drain:
+            try:
+                await hook()
+            except Exception:
+                log.exception("error while draining a service")
 
     async def start(self) -> None:
         for hook in self._on_start:

@@ -262,3 +262,140 @@ async def test_provider_error_is_run_error(app: Any, client: httpx.AsyncClient) 
     assert err["recoverable"] is False and "api key" in err["message"].lower()
     hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
     assert [m["role"] for m in hist] == ["user"]
+
+
+async def test_cancel_mid_stream_sends_partial_text_event(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "long", "session_id": sid})
+    await asyncio.sleep(0.3)
+    await client.post("/cancel", json={"session_id": sid})
+    events = await events_until(app, sid, "run_cancelled")
+    types = [e["type"] for e in events]
+    assert types[-2:] == ["text", "run_cancelled"], types
+    assert types.count("text") == 1
+    hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
+    assert events[-2]["content"] == hist[-1]["content"] and events[-2]["depth"] == 0
+    assert events[-2]["content"].startswith("w0 w1")
+
+
+def _text_then_approval() -> Any:
+    """One response: text, then a call of a tool that needs approval."""
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    async def stream(messages: list[Any], info: Any) -> Any:
+        yield "Let me "
+        yield "note that."
+        yield {
+            0: DeltaToolCall(
+                name="update_directives",
+                json_args='{"mode":"append","text":"x"}',
+                tool_call_id="call_1",
+            )
+        }
+
+    return FunctionModel(stream_function=stream)
+
+
+async def test_cancel_after_complete_text_sends_no_second_text(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, _text_then_approval())
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "note", "session_id": sid})
+    await events_until(app, sid, "approval_needed")
+    await client.post("/cancel", json={"session_id": sid})
+    events = await events_until(app, sid, "run_cancelled")
+    texts = [e["content"] for e in events if e["type"] == "text"]
+    assert texts == ["Let me note that."]
+
+
+async def test_failure_mid_stream_sends_partial_text_then_error(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.models.function import FunctionModel
+
+    async def half(messages: list[Any], info: Any) -> Any:
+        yield "Half "
+        yield "an answer"
+        raise ModelHTTPError(
+            500, "m", {"message": "boom", "type": "server_error"}, headers={"x-key": "sk-secret"}
+        )
+
+    install_model(app, FunctionModel(stream_function=half))
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    events = await events_until(app, sid, "run_error")
+    assert [e["type"] for e in events][-2:] == ["text", "run_error"]
+    assert events[-2]["content"] == "Half an answer"
+    assert events[-1]["message"] == "The model provider answered HTTP 500 (boom). Try again later."
+    hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
+    assert hist[-1]["role"] == "assistant" and hist[-1]["content"] == "Half an answer"
+
+
+async def test_background_cancel_delivers_partial_text(app: Any, client: httpx.AsyncClient) -> None:
+    install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
+    sid = await _session(client)
+    run_id = (
+        await client.post("/chat/message", json={"message": "long", "session_id": sid})
+    ).json()["run_id"]
+    await asyncio.sleep(0.2)
+    await client.post("/chat/background", json={"run_id": run_id})
+    await asyncio.sleep(0.1)
+    await client.post("/cancel", json={"run_id": run_id})
+    events = await events_until(app, sid, "run_cancelled")
+    after = events[[e["type"] for e in events].index("run_backgrounded") :]
+    assert [e["type"] for e in after] == [
+        "run_backgrounded",
+        "background_task",
+        "background_task",
+        "text",
+        "run_cancelled",
+    ]
+    assert after[2]["status"] == "cancelled"
+    hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
+    assert after[3]["content"] == hist[-1]["content"] and after[3]["content"].startswith("w0 w1")
+
+
+async def test_shutdown_saves_partial_text(app: Any, client: httpx.AsyncClient) -> None:
+    install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
+    sid = await _session(client)
+    run_id = (
+        await client.post("/chat/message", json={"message": "long", "session_id": sid})
+    ).json()["run_id"]
+    await asyncio.sleep(0.3)
+    await app.state.container.drain()
+    events = await events_until(app, sid, "run_error")
+    assert [e["type"] for e in events][-2:] == ["text", "run_error"]
+    assert events[-1]["recoverable"] is False and events[-1]["run_id"] == run_id
+    hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
+    assert hist[-1]["content"] == events[-2]["content"] and hist[-1]["content"].startswith("w0")
+    run = await app.state.container.extras["chat"].runs.get(run_id)
+    assert run.status == "interrupted"
+
+
+async def test_bad_key_names_the_provider(app: Any, client: httpx.AsyncClient) -> None:
+    import dataclasses
+
+    from pydantic_ai.exceptions import ModelAuthenticationError, ModelHTTPError
+    from pydantic_ai.models.function import FunctionModel
+    from tests.support.chat_models import resolved
+
+    async def refuse(messages: list[Any], info: Any) -> Any:
+        raise ModelHTTPError.for_category(ModelAuthenticationError, status_code=401, model_name="m")
+        yield "x"  # pragma: no cover
+
+    model = resolved(FunctionModel(stream_function=refuse), model_id="my-local")
+    for provider, needle in [
+        ("custom", "DELETE /models/custom/my-local, then POST /models/custom"),
+        ("openai", "POST /providers/openai/connect"),
+    ]:
+        install_model(app, dataclasses.replace(model, provider=provider))
+        sid = await _session(client)
+        await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+        err = (await events_until(app, sid, "run_error"))[-1]
+        assert needle in err["message"] and "{id}" not in err["message"]
+        assert err["recoverable"] is False

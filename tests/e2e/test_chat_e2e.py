@@ -178,6 +178,12 @@ def test_cancel_mid_stream(
     assert elapsed <= 1.0, elapsed
     hist = http.get("/session/history", params={"session_id": sid}).json()["messages"]
     assert hist[-1]["role"] == "assistant" and hist[-1]["content"].startswith("w0 w1 w2")
+    # the streamed deltas are followed by their `text` event, then run_cancelled
+    types = sse.types()
+    assert types[-2:] == ["text", "run_cancelled"], types
+    assert sse.of("text") and sse.of("text")[0]["content"] == hist[-1]["content"]
+    streamed = "".join(e.data["content"] for e in sse.events if e.event == "text_delta")
+    assert streamed == hist[-1]["content"]
 
 
 def test_background(
@@ -331,5 +337,59 @@ def test_history_survives_kill_mid_run(tmp_path: Path, openai_server: ScriptedOp
                 again = send(http, sid, "still there?")
                 sse.wait_for("run_finished", run_id=str(again["run_id"]))
             assert sse.of("text")[-1]["content"] == "Back again."
+    finally:
+        server.stop()
+
+
+def test_shutdown_mid_stream_keeps_partial_text(
+    tmp_path: Path, openai_server: ScriptedOpenAI
+) -> None:
+    """SIGTERM mid-answer: the streamed text is kept in history and sent as a `text`
+    event before the run's `run_error`, and stopping does not hang."""
+    openai_server.reset()
+    server = ServerProcess(
+        tmp_path / "home", env={"FAMULUS_API_KEY": KEY, "FAMULUS_LOG_LEVEL": "warning"}
+    ).start()
+    try:
+        with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as http:
+            http.post(
+                "/models/custom",
+                json={
+                    "model_id": MODEL,
+                    "base_url": openai_server.base_url,
+                    "context_window": 8000,
+                    "max_output_tokens": 500,
+                },
+            )
+            use_openai(http)
+            openai_server.push(Turn(text=" ".join(f"w{i}" for i in range(500)), chunk_delay=0.02))
+            sid = new_session(http)
+            with SSECollector(server.base_url, AUTH, sid, stream=True) as sse:
+                run = send(http, sid, "talk until stopped")
+                sse.wait_for("text_delta", count=3)
+                t0 = time.monotonic()
+                server.stop()
+                stopped_in = time.monotonic() - t0
+            live_texts = [e["content"] for e in sse.of("text")]
+        assert stopped_in < 8, stopped_in
+        server.start()
+        with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as http:
+            hist = http.get("/session/history", params={"session_id": sid}).json()["messages"]
+            assert [m["role"] for m in hist] == ["user", "assistant"], hist
+            partial = hist[1]["content"]
+            assert partial.startswith("w0 w1 w2 ")
+            # Saved when shutdown began, not after uvicorn's 3 s wait for open streams
+            # (a supervisor that kills after a short grace would lose it): 100 words
+            # take 2 s to stream.
+            assert len(partial.split()) < 100, partial
+            with SSECollector(server.base_url, AUTH, sid) as sse:
+                err = sse.wait_for("run_error").data
+            assert err["run_id"] == run["run_id"] and err["recoverable"] is False
+            texts = sse.of("text")
+            assert [t["content"] for t in texts] == [partial] and texts[0]["depth"] == 0
+            assert live_texts == [partial]  # sent before the server went away
+            types = sse.types()
+            assert types.index("text") < types.index("run_error")
+            assert types.count("run_error") == 1
     finally:
         server.stop()

@@ -20,6 +20,7 @@ from famulus.agent import failures, history, retry, tokens
 from famulus.agent.compaction import rows_to_fold, transcript
 from famulus.agent.prompt import PromptInputs, build_system_prompt
 from famulus.chat.skills import parse_invocation, skill_prompt
+from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
 
 
@@ -97,6 +98,62 @@ def test_failures_are_actionable(
     failure = failures.describe(exc)
     assert needle in failure.message.lower()
     assert failure.recoverable is recoverable
+    assert "{id}" not in failure.message and "status_code:" not in failure.message
+
+
+def model_of(provider: str) -> ResolvedModel:
+    return ResolvedModel("my-model", provider, TestModel(), 1000, 100)
+
+
+@pytest.mark.parametrize(
+    ("provider", "needle"),
+    [
+        ("openai", "POST /providers/openai/connect"),
+        ("anthropic", "POST /providers/anthropic/connect"),
+        ("custom", "DELETE /models/custom/my-model, then POST /models/custom"),
+        ("openai-codex", "POST /providers/openai-codex/oauth/browser/start"),
+        ("test", "my-model"),
+    ],
+)
+def test_bad_key_advice_names_the_provider(provider: str, needle: str) -> None:
+    failure = failures.describe(http_error(ModelAuthenticationError, 401), model_of(provider))
+    assert needle in failure.message and "{id}" not in failure.message
+    assert failure.recoverable is False
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            {"message": "boom", "type": "server_error", "code": None},
+            "The model provider answered HTTP 500 (boom). Try again later.",
+        ),
+        (
+            {"error": {"message": "upstream down", "type": "x"}},
+            "The model provider answered HTTP 500 (upstream down). Try again later.",
+        ),
+        (
+            {"error": "bad gateway"},
+            "The model provider answered HTTP 500 (bad gateway). Try again later.",
+        ),
+        (
+            "  <html>oops</html>\n ",
+            "The model provider answered HTTP 500 (<html>oops</html>). Try again later.",
+        ),
+        ({"code": 5}, "The model provider answered HTTP 500. Try again later."),
+        (None, "The model provider answered HTTP 500. Try again later."),
+    ],
+)
+def test_http_error_is_a_sentence(body: object, expected: str) -> None:
+    exc = ModelHTTPError(500, "scripted-model", body, headers={"authorization": "Bearer sk-x"})
+    failure = failures.describe(exc)
+    assert failure.message == expected and failure.recoverable is True
+
+
+def test_http_error_body_message_is_trimmed() -> None:
+    exc = ModelHTTPError(400, "m", {"message": "word " * 200})
+    message = failures.describe(exc).message
+    assert len(message) < 300 and message.endswith("…). Send the message again.")
 
 
 async def test_retrying_model_retries_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,13 +2,17 @@
 
 Every node is streamed: model-response events become ``text_delta`` (live),
 ``text`` and ``reasoning``; tool events become ``tool_call``/``tool_result``;
-a delivered queued message becomes ``ingested``. The same driver runs the main
-agent (depth 0) and sub-agents (depth ≥ 1, history not written).
+a delivered queued message becomes ``ingested``. A run that stops mid-text
+(cancel, failure, shutdown) still sends the text streamed so far as its ``text``
+event. The same driver runs the main agent (depth 0) and sub-agents (depth ≥ 1,
+history not written).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +38,8 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps
+
+log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 200
 ERROR_OUTCOMES = ("failed", "retried")
@@ -65,20 +71,37 @@ class _NodeReporter:
     async def model_event(self, event: Any) -> None:
         d = self.deps
         if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-            if event.part.content:
-                d.partial_text.append(event.part.content)
-                d.sink.emit_live("text_delta", content=event.part.content, depth=d.depth)
+            self._delta(event.part.content)
         elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-            if event.delta.content_delta:
-                d.partial_text.append(event.delta.content_delta)
-                d.sink.emit_live("text_delta", content=event.delta.content_delta, depth=d.depth)
+            self._delta(event.delta.content_delta)
         elif isinstance(event, PartEndEvent):
-            if isinstance(event.part, TextPart) and event.part.content:
-                await d.sink.emit("text", content=event.part.content, depth=d.depth)
+            if isinstance(event.part, TextPart):
+                d.unsent_text.clear()
+                if event.part.content:
+                    await d.sink.emit("text", content=event.part.content, depth=d.depth)
             elif isinstance(event.part, ThinkingPart) and event.part.content:
                 await d.sink.emit("reasoning", content=event.part.content)
         elif isinstance(event, EnqueuedMessagesEvent) and d.depth == 0:
             await d.sink.ingested(event.enqueue_id, event.messages)
+
+    def _delta(self, content: str) -> None:
+        if content:
+            d = self.deps
+            d.partial_text.append(content)
+            d.unsent_text.append(content)
+            d.sink.emit_live("text_delta", content=content, depth=d.depth)
+
+    async def flush_unsent(self) -> None:
+        """The run stopped mid-text: send what was streamed as its ``text`` event,
+        so every ``text_delta`` is followed by a ``text`` (none when already sent)."""
+        d = self.deps
+        unsent, d.unsent_text = "".join(d.unsent_text), []
+        if not unsent:
+            return
+        try:
+            await d.sink.emit("text", content=unsent, depth=d.depth)
+        except Exception:  # the run's own failure is what matters to report
+            log.exception("could not send the partial text of run %s", d.run_id)
 
     async def tool_event(self, event: Any) -> None:
         d = self.deps
@@ -129,6 +152,22 @@ async def drive(
     on_start: Callable[[AgentRun[AgentDeps, str]], None] | None = None,
 ) -> DriveResult:
     reporter = _NodeReporter(deps, descriptions)
+    try:
+        return await _walk(agent, reporter, prompt, history, limits, on_start)
+    except (Exception, asyncio.CancelledError):
+        await reporter.flush_unsent()
+        raise
+
+
+async def _walk(
+    agent: Agent[AgentDeps, str],
+    reporter: _NodeReporter,
+    prompt: str | list[UserContent],
+    history: list[ModelMessage],
+    limits: UsageLimits,
+    on_start: Callable[[AgentRun[AgentDeps, str]], None] | None,
+) -> DriveResult:
+    deps = reporter.deps
     async with agent.iter(prompt, message_history=history, deps=deps, usage_limits=limits) as run:
         if on_start is not None:
             on_start(run)
@@ -141,6 +180,7 @@ async def drive(
                         await reporter.model_event(event)
             elif Agent.is_call_tools_node(node):
                 deps.partial_text.clear()
+                deps.unsent_text.clear()
                 if deps.depth == 0:
                     await deps.sink.response_complete(node.model_response)
                 async with node.stream(run.ctx) as tool_stream:

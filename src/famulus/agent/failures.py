@@ -23,7 +23,13 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 
+from famulus.llm.types import ResolvedModel
+
 MAX_DETAIL = 300
+MAX_BODY_MESSAGE = 200
+# Providers connected with POST /providers/{id}/connect; custom models carry their own
+# key; openai-codex signs in through OAuth.
+_CONNECTABLE = frozenset({"anthropic", "openai", "google", "openrouter"})
 
 
 @dataclass(frozen=True)
@@ -37,13 +43,62 @@ def _detail(exc: BaseException) -> str:
     return text[:MAX_DETAIL]
 
 
-def describe(exc: BaseException) -> Failure:  # noqa: PLR0911 - one branch per cause
-    if isinstance(exc, ModelAuthenticationError):
-        return Failure(
-            "The model provider rejected the API key. Reconnect the provider with a valid key "
-            "(POST /providers/{id}/connect).",
-            False,
+def _trim(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > MAX_BODY_MESSAGE:
+        text = text[: MAX_BODY_MESSAGE - 1].rstrip() + "…"
+    return text
+
+
+def body_message(body: object) -> str:
+    """The provider's own short explanation in an error body: ``message``,
+    ``error.message`` or a string ``error``; a plain string body trimmed; else ''."""
+    if isinstance(body, dict):
+        for candidate in (body.get("message"), body.get("error"), body.get("detail")):
+            if isinstance(candidate, dict):
+                candidate = candidate.get("message")
+            if isinstance(candidate, str) and candidate.strip():
+                return _trim(candidate)
+        return ""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    if isinstance(body, str):
+        return _trim(body)
+    return ""
+
+
+def _bad_key(model: ResolvedModel | None) -> str:
+    lead = "The model provider rejected the API key."
+    if model is None:
+        return (
+            f"{lead} Reconnect that provider with a valid key (GET /providers lists them), "
+            "or re-register a custom model with the right api_key (POST /models/custom)."
         )
+    if model.provider == "custom":
+        return (
+            f"The endpoint of the custom model '{model.model_id}' rejected its API key. "
+            f"Re-register the model with the right api_key: DELETE /models/custom/"
+            f"{model.model_id}, then POST /models/custom."
+        )
+    if model.provider == "openai-codex":
+        return (
+            "OpenAI (Codex) rejected the sign-in. Sign in again with the OAuth flow "
+            "(POST /providers/openai-codex/oauth/browser/start)."
+        )
+    if model.provider in _CONNECTABLE:
+        return (
+            f"The model provider '{model.provider}' rejected the API key. Reconnect it with "
+            f"a valid key (POST /providers/{model.provider}/connect)."
+        )
+    return f"{lead} Check the key of the model '{model.model_id}'."
+
+
+def describe(  # noqa: PLR0911 - one branch per cause
+    exc: BaseException, model: ResolvedModel | None = None
+) -> Failure:
+    """``model`` is the run's resolved model, so the advice names its provider."""
+    if isinstance(exc, ModelAuthenticationError):
+        return Failure(_bad_key(model), False)
     if isinstance(exc, ModelRateLimitError):
         return Failure(
             "The model provider is rate-limiting requests and did not recover after 3 tries. "
@@ -69,9 +124,12 @@ def describe(exc: BaseException) -> Failure:  # noqa: PLR0911 - one branch per c
     if isinstance(exc, UsageLimitExceeded):
         return Failure(f"The run stopped at its usage limit: {_detail(exc)}", True)
     if isinstance(exc, ModelHTTPError):
-        return Failure(
-            f"The model provider answered with HTTP {exc.status_code}: {_detail(exc)}", True
+        said = body_message(exc.body)
+        answered = f"The model provider answered HTTP {exc.status_code}" + (
+            f" ({said})." if said else "."
         )
+        advice = " Try again later." if exc.status_code >= 500 else " Send the message again."
+        return Failure(answered + advice, True)
     if isinstance(exc, ModelAPIError | UnexpectedModelBehavior):
         return Failure(f"The model provider failed: {_detail(exc)}", True)
     return Failure(f"The run failed unexpectedly ({type(exc).__name__}); see the server log.", True)

@@ -52,4 +52,7 @@ class AgentDeps:
     depth: int = 0
     parent_id: str | None = None
     descriptions: dict[str, str] = field(default_factory=dict)
+    # Text of the model response being generated (what history keeps if the run
+    # stops), and the streamed part of it no `text` event has carried yet.
     partial_text: list[str] = field(default_factory=list)
+    unsent_text: list[str] = field(default_factory=list)

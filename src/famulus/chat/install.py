@@ -20,6 +20,7 @@ def install(app: FastAPI, container: Container) -> None:
     container.sessions.before_remove.append(manager.session_removed)
     container.sessions.before_clear.append(manager.session_removed)
     container.on_start(manager.recover)
+    container.on_drain(manager.stop)
     container.on_stop(manager.stop)
     app.include_router(chat_api.router, dependencies=[Depends(require_key)])
     app.include_router(context_api.router, dependencies=[Depends(require_key)])

@@ -6,6 +6,7 @@ Rules it holds:
 - a backgrounded run leaves the foreground, so the person can chat on;
 - cancel stops the asyncio task driving the run (model call and tools) and
   waits up to ``CANCEL_WAIT_S`` for it to record what was said;
+- at shutdown, live runs are stopped like a cancel but recorded as interrupted;
 - at start-up, runs left 'running' by a dead process are marked interrupted.
 """
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCEL_WAIT_S = 1.0
+STOP_WAIT_S = 3.0  # server shutdown: all runs together
 AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 NO_MODEL = (
@@ -243,7 +245,8 @@ class RunManager:
     async def _stop_task(self, run: Run) -> None:
         if run.task is None or run.task.done():
             return
-        run.task.cancel()
+        if not run.ending:
+            run.task.cancel()
         await asyncio.wait({run.task}, timeout=CANCEL_WAIT_S)
 
     async def answer(self, run_id: str, tool_id: str, approved: bool, result: str | None) -> None:
@@ -315,6 +318,21 @@ class RunManager:
             )
 
     async def stop(self) -> None:
+        """Server shutdown: stop every live run so each records what was said (partial
+        text, ``text`` and ``run_error`` events) while storage is still open; waits at
+        most ``STOP_WAIT_S`` in all. Called when shutdown begins and again by the
+        lifespan; the second call finds nothing left."""
+        tasks: set[asyncio.Task[None]] = set()
         for run in list(self.active.values()):
-            run.shutdown = True
-            await self._stop_task(run)
+            if run.task is not None and not run.task.done():
+                if not run.ending:
+                    run.shutdown = True
+                    run.task.cancel()
+                tasks.add(run.task)
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=STOP_WAIT_S)
+        if pending:
+            log.warning(
+                "%d run(s) did not record their end within %.0f s", len(pending), STOP_WAIT_S
+            )

@@ -78,6 +78,7 @@ class Run:
         self.backgrounded = False
         self.accepting = True  # False once the agent loop ended: new messages start a new run
         self.shutdown = False
+        self.ending = False  # recording its end: a further cancel would cut that short
         self.task: asyncio.Task[None] | None = None
         self.usage = RunUsage()
         self._agent_run: AgentRun[AgentDeps, str] | None = None
@@ -237,7 +238,8 @@ class Run:
         await self.emit("run_finished", usage=usage.__dict__)
         await self.manager.after_finish(self)
 
-    async def _save_partial(self) -> None:
+    async def _save_partial(self) -> str:
+        """Keep the text streamed so far and the queued messages never taken in."""
         partial = "".join(self.deps.partial_text) if self.deps else ""
         if partial:
             await self.manager.history.add_message(
@@ -252,28 +254,38 @@ class Run:
                 images=message.images,
                 meta={"unanswered": True},
             )
+        return partial
+
+    async def _background_ended(self, status: str, partial: str) -> None:
+        """A backgrounded run's end, with what it said so far delivered like a result."""
+        await self.emit("background_task", task_id=self.id, command=self.command, status=status)
+        if partial:
+            await self.manager.events.publish(
+                self.session_id, "text", run_id=self.id, content=partial, depth=0
+            )
 
     def _usage_so_far(self) -> RunUsageRow:
         usage = self._agent_run.usage if self._agent_run is not None else self.usage
         return usage_row(usage, self.resolved)
 
     async def _stopped(self) -> None:
+        self.ending = True
         self.accepting = False
-        await self._save_partial()
+        partial = await self._save_partial()
         usage = self._usage_so_far()
         if self.shutdown:
             await self.manager.runs.finish(self.id, "interrupted", usage, SHUTDOWN_MESSAGE)
+            if self.backgrounded:
+                await self._background_ended("failed", partial)
             await self.emit("run_error", message=SHUTDOWN_MESSAGE, recoverable=False)
             return
         await self.manager.runs.finish(self.id, "cancelled", usage)
         if self.backgrounded:
-            await self.emit(
-                "background_task", task_id=self.id, command=self.command, status="cancelled"
-            )
+            await self._background_ended("cancelled", partial)
         await self.emit("run_cancelled")
 
     async def _failed(self, exc: Exception) -> None:
-        failure = describe(exc)
+        failure = describe(exc, self.resolved)
         # Provider failures are expected and already explained to the client; a
         # stack trace only helps when something of ours broke.
         expected = isinstance(exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded)
@@ -281,11 +293,10 @@ class Run:
             "run %s failed: %s", self.id, failure.message, exc_info=None if expected else exc
         )
         log.debug("run %s failure detail", self.id, exc_info=exc)
+        self.ending = True
         self.accepting = False
-        await self._save_partial()
+        partial = await self._save_partial()
         await self.manager.runs.finish(self.id, "failed", self._usage_so_far(), failure.message)
         if self.backgrounded:
-            await self.emit(
-                "background_task", task_id=self.id, command=self.command, status="failed"
-            )
+            await self._background_ended("failed", partial)
         await self.emit("run_error", message=failure.message, recoverable=failure.recoverable)
