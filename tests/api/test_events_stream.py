@@ -83,7 +83,11 @@ def test_clients_that_leave_are_unsubscribed(live: tuple[str, object]) -> None:
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
         sid = _session(http)
         with http.stream("GET", f"/chat/events/{sid}") as r:
-            next(r.iter_lines())
+            assert next(r.iter_lines()) == ": connected"
+            # The count is read from another thread than the server's loop: allow it a moment.
+            deadline = time.monotonic() + 2
+            while hub.subscriber_count(sid) != 1 and time.monotonic() < deadline:
+                time.sleep(0.02)
             assert hub.subscriber_count(sid) == 1
         deadline = time.monotonic() + 3
         while hub.subscriber_count(sid) and time.monotonic() < deadline:
