@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import httpx
-from tests.support.chat_models import events_until, install_model, scripted
+from tests.support.chat_models import events_until, install_model, scripted, until_streaming
 
 
 async def _session(client: httpx.AsyncClient) -> str:
@@ -122,7 +122,7 @@ async def test_cancel_mid_stream_keeps_partial(app: Any, client: httpx.AsyncClie
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
-    await asyncio.sleep(0.3)
+    await until_streaming(app, sid)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     r = await client.post("/cancel", json={"session_id": sid})
@@ -270,7 +270,7 @@ async def test_cancel_mid_stream_sends_partial_text_event(
     install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
     sid = await _session(client)
     await client.post("/chat/message", json={"message": "long", "session_id": sid})
-    await asyncio.sleep(0.3)
+    await until_streaming(app, sid)
     await client.post("/cancel", json={"session_id": sid})
     events = await events_until(app, sid, "run_cancelled")
     types = [e["type"] for e in events]
@@ -342,7 +342,7 @@ async def test_background_cancel_delivers_partial_text(app: Any, client: httpx.A
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
-    await asyncio.sleep(0.2)
+    await until_streaming(app, sid)
     await client.post("/chat/background", json={"run_id": run_id})
     await asyncio.sleep(0.1)
     await client.post("/cancel", json={"run_id": run_id})
@@ -366,7 +366,7 @@ async def test_shutdown_saves_partial_text(app: Any, client: httpx.AsyncClient) 
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
-    await asyncio.sleep(0.3)
+    await until_streaming(app, sid)
     await app.state.container.drain()
     events = await events_until(app, sid, "run_error")
     assert [e["type"] for e in events][-2:] == ["text", "run_error"]

@@ -92,3 +92,24 @@ async def events_until(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"no {stops} event; got {[e['type'] for e in events]}")
         await asyncio.sleep(0.02)
+
+
+async def until_streaming(
+    app: Any, session_id: str, deltas: int = 2, timeout: float = 10.0
+) -> None:
+    """Wait until the session's run has streamed ``deltas`` text deltas.
+
+    A fixed sleep is a guess that a loaded CI machine can lose; the live
+    deltas say for certain that the model is mid-answer.
+    """
+    hub = app.state.container.events
+    sub = hub.subscribe(session_id)
+    seen = 0
+    try:
+        async with asyncio.timeout(timeout):
+            while seen < deltas:
+                event = await sub.queue.get()
+                if event.type == "text_delta":
+                    seen += 1
+    finally:
+        hub.unsubscribe(session_id, sub)
