@@ -62,6 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in _PROTECTED:
         app.include_router(router, dependencies=[Depends(require_key)])
     _extend(app, container)
+    # After every area's drain hook, so their last events still reach clients.
+    container.on_drain(container.events.close_all)
     _add_openapi_route(app)
     return app
 

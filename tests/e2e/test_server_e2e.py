@@ -85,3 +85,35 @@ def test_version_command() -> None:
         check=True,
     )
     assert out.stdout.strip() == "famulus 0.1.0"
+
+
+def test_open_streams_end_promptly_on_shutdown(tmp_path: Path) -> None:
+    """A client holding an event stream must not hold up a restart."""
+    import threading
+    import time
+
+    server = ServerProcess(tmp_path / "home", env={"FAMULUS_API_KEY": KEY}).start()
+    auth = {"Authorization": f"Bearer {KEY}"}
+    lines: list[str] = []
+    with httpx.Client(base_url=server.base_url, headers=auth, timeout=20) as http:
+        sid = http.post("/sessions", json={}).json()["session_id"]
+
+        def listen() -> None:
+            try:
+                with http.stream("GET", f"/chat/events/{sid}") as r:
+                    lines.extend(r.iter_lines())
+            except httpx.HTTPError:
+                lines.append("<broken>")
+
+        reader = threading.Thread(target=listen)
+        reader.start()
+        deadline = time.monotonic() + 5
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lines and lines[0] == ": connected"
+        t0 = time.monotonic()
+        server.stop()
+        elapsed = time.monotonic() - t0
+        reader.join(timeout=5)
+    assert elapsed < 2.0, f"shutdown took {elapsed:.1f} s with a stream open"
+    assert "<broken>" not in lines  # the stream ended cleanly, not cut off

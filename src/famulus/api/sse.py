@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 
 from famulus.api.deps import container
 from famulus.api.schemas import MAX_ROW_ID
-from famulus.chat.events import Event, EventHub, Subscription
+from famulus.chat.events import CLOSED, Event, EventHub, Subscription
 from famulus.container import Container
 from famulus.errors import InvalidRequest
 
@@ -66,6 +66,8 @@ async def _stream(
             except TimeoutError:
                 yield ": ping\n\n"
                 continue
+            if event.type == CLOSED:
+                return
             if event.seq is None:
                 if stream_deltas:
                     yield format_event(event)

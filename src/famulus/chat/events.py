@@ -18,6 +18,9 @@ from famulus.store.events import EventStore
 log = logging.getLogger(__name__)
 
 _QUEUE_MAX = 10_000
+# Offered to every subscriber when the server shuts down: streams end at once
+# instead of holding the shutdown until the server gives up on them.
+CLOSED = "__closed__"
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,16 @@ class EventHub:
             for sub in list(self._subs.get(session_id, ())):
                 sub.offer(event)
         return event
+
+    async def close_all(self) -> None:
+        """End every live stream (the server is stopping; clients reconnect and replay)."""
+        closing = Event(CLOSED, {}, None)
+        for subs in list(self._subs.values()):
+            for sub in list(subs):
+                try:
+                    sub.queue.put_nowait(closing)
+                except asyncio.QueueFull:
+                    sub.lagged = True
 
     def publish_live(self, session_id: str, type_: str, /, **fields: Any) -> None:
         """Broadcast without persisting (token deltas)."""
