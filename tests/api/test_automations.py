@@ -160,6 +160,28 @@ async def test_read_only_run_denies_writes(app: Any, client: httpx.AsyncClient) 
     assert (await client.get("/directives")).json()["content"] == "original"
 
 
+@pytest.mark.parametrize("writable", [False, True])
+async def test_remember_follows_writable(
+    app: Any, client: httpx.AsyncClient, writable: bool
+) -> None:
+    """remember needs no approval in chat, yet a read-only automation may not use it."""
+    install_model(
+        app,
+        scripted(("tool", "remember", '{"text": "The bins go out on Tuesday"}'), "Done."),
+    )
+    a = await _create(client, writable=writable)
+    await client.post(f"/automations/{a['id']}/run")
+    body = await _wait_done(client, a["id"])
+    assert body["last_status"] == "ok"
+    facts = (await client.get("/facts")).json()["facts"]
+    if writable:
+        assert [(f["text"], f["source_type"]) for f in facts] == [
+            ("The bins go out on Tuesday", "automation")
+        ]
+    else:
+        assert facts == []
+
+
 async def test_failed_run_is_recorded(client: httpx.AsyncClient) -> None:
     a = await _create(client)  # no model connected
     await client.post(f"/automations/{a['id']}/run")

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
-from tests.support.chat_models import events_until, install_model
+from tests.support.chat_models import events_until, install_model, scripted
 
 
 def _capturing(seen: list[str], tool: tuple[str, str] | None = None) -> FunctionModel:
@@ -91,9 +91,11 @@ async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -
 
 async def test_remember_and_recall_tools(app: Any) -> None:
     memory = app.state.container.extras["memory"]
-    (toolset,) = memory.toolsets()
-    names = set(toolset.tools)
-    assert names == {"remember", "recall", "forget"}
+    reading, writing = memory.toolsets()
+    assert reading.id == "read-only:memory" and set(reading.tools) == {"recall"}
+    assert set(writing.tools) == {"remember", "forget"}
+    toolset = writing
+    toolset.tools["recall"] = reading.tools["recall"]
     assert toolset.tools["forget"].requires_approval is True
     assert "Remembered" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
     assert "Already known" in await toolset.tools["remember"].function("Mum's birthday is 3 May")
@@ -102,8 +104,8 @@ async def test_remember_and_recall_tools(app: Any) -> None:
 
 async def test_remember_keeps_provenance(app: Any, client: httpx.AsyncClient) -> None:
     memory = app.state.container.extras["memory"]
-    (toolset,) = memory.toolsets()
-    remember = toolset.tools["remember"].function
+    _, writing = memory.toolsets()
+    remember = writing.tools["remember"].function
     await remember("Dentist every March at Dr. Okafor", "event", "calendar", "uid-42")
     await remember("Works at the harbour office", "fact", "manual")  # not claimable: chat
     facts = {f["text"]: f for f in (await client.get("/facts")).json()["facts"]}
@@ -130,6 +132,49 @@ async def test_session_sources_name_what_the_agent_consulted(
     seen.clear()
     await client.post("/chat/message", json={"message": "And again?", "session_id": sid})
     await events_until(app, sid, "run_finished", after=first[-1]["_seq"])
+    assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == [
+        "memory"
+    ]
+
+
+async def test_sources_count_only_tools_that_succeeded(app: Any, client: httpx.AsyncClient) -> None:
+    """A denied tool and a recall that found nothing draw on no source."""
+    fact = (await client.post("/facts", json={"text": "Parking permit expires in May"})).json()
+    sid = await _session(client)
+    install_model(app, _capturing([], ("forget", f'{{"fact_id": {fact["fact"]["id"]}}}')))
+    await client.post("/chat/message", json={"message": "Forget it", "session_id": sid})
+    events = await events_until(app, sid, "approval_needed")
+    ask = next(e for e in events if e["type"] == "approval_needed")
+    await client.post(
+        "/tools/result",
+        json={"run_id": ask["run_id"], "tool_id": ask["tool_id"], "approved": False},
+    )
+    done = await events_until(app, sid, "run_finished")
+    assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == []
+    install_model(app, _capturing([], ("recall", '{"query": "zebra migration"}')))
+    await client.post("/chat/message", json={"message": "Zebras?", "session_id": sid})
+    await events_until(app, sid, "run_finished", after=done[-1]["_seq"])
+    assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == []
+
+
+async def test_sources_include_what_the_research_subagent_used(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    await client.post("/facts", json={"text": "The boat is moored at pier 7"})
+    # The same scripted model serves the main agent and the research sub-agent,
+    # in this order: main asks research; research recalls, then answers; main answers.
+    model = scripted(
+        ("tool", "research", '{"question": "Where is the boat?"}'),
+        ("tool", "recall", '{"query": "boat pier"}'),
+        "It is at pier 7.",
+        "At pier 7.",
+    )
+    install_model(app, model)
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "Where is the boat?", "session_id": sid})
+    events = await events_until(app, sid, "run_finished")
+    deep = [e for e in events if e["type"] == "tool_call" and e["depth"] == 1]
+    assert [e["name"] for e in deep] == ["recall"], [e["type"] for e in events]
     assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == [
         "memory"
     ]

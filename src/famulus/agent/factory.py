@@ -97,15 +97,17 @@ async def prepare(
     conversation = hist.effective(rows)
     zone = zone_name(inputs.timezone_setting)
     memory_text = ""
-    toolsets: list[AbstractToolset[AgentDeps]] = [
-        time_toolset(),
-        research_toolset(inputs.resolve_research, read_only(inputs.extra_toolsets)),
-        directives_toolset(inputs.directives_service),
-    ]
+    area_toolsets: list[AbstractToolset[Any]] = []
     if inputs.memory is not None:
         memory_text = await _memory_context(inputs.memory, session.session_id, query)
-        toolsets.extend(inputs.memory.toolsets())
-    toolsets.extend(inputs.extra_toolsets)
+        area_toolsets.extend(inputs.memory.toolsets())
+    area_toolsets.extend(inputs.extra_toolsets)
+    toolsets: list[AbstractToolset[AgentDeps]] = [
+        time_toolset(),
+        research_toolset(inputs.resolve_research, read_only(area_toolsets)),
+        directives_toolset(inputs.directives_service),
+        *area_toolsets,
+    ]
     system_prompt = build_system_prompt(
         PromptInputs(
             directives=inputs.directives,

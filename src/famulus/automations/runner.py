@@ -34,7 +34,15 @@ async def execute(c: Container, session_id: str, task: str, writable: bool) -> O
 
     sub = c.events.subscribe(session_id)
     try:
-        submitted = await chat.submit(ChatInput(task, session_id, skip_approvals=writable))
+        submitted = await chat.submit(
+            ChatInput(
+                task,
+                session_id,
+                skip_approvals=writable,
+                origin="automation",
+                read_only=not writable,
+            )
+        )
         return await asyncio.wait_for(_follow(chat, sub.queue, submitted.run_id), TIMEOUT_S)
     except TimeoutError:
         await chat.cancel(None, session_id)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from famulus.agent.factory import AgentInputs, Prepared, prepare
+from famulus.agent.scope import RunScope
 from famulus.agent.sink import Decision
 from famulus.chat.queue import QueuedMessage
 from famulus.chat.run import SHUTDOWN_MESSAGE, Run
@@ -52,6 +53,10 @@ class ChatInput:
     images: list[dict[str, str]] | None = None
     skip_approvals: bool = False
     client_id: str | None = None
+    # Set by the automation runner: where the run comes from, and whether it
+    # may modify data (a read-only automation may not, approvals or not).
+    origin: str = "chat"
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,7 @@ class RunManager:
             prompt=first.content(),
             skip_approvals=inp.skip_approvals,
             command=inp.message,
+            run_scope=RunScope(origin=inp.origin, read_only=inp.read_only),
         )
         await self.runs.create(
             run.id, session_id, model_id=resolved.model_id, skip_approvals=inp.skip_approvals

@@ -18,13 +18,14 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.run import AgentRun
 from pydantic_ai.usage import RunUsage
 
+from famulus.agent import scope
 from famulus.agent.driver import drive, result_text
 from famulus.agent.factory import RUN_LIMITS
 from famulus.agent.failures import describe
+from famulus.agent.scope import RunScope
 from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps, Decision
 from famulus.chat.queue import QueuedMessage
-from famulus.chat.sources import source_of
 from famulus.llm.types import ResolvedModel
 from famulus.store.runs import RunUsageRow
 
@@ -66,6 +67,7 @@ class Run:
         prompt: Any,
         skip_approvals: bool,
         command: str,
+        run_scope: RunScope | None = None,
     ) -> None:
         self.manager = manager
         self.id = run_id
@@ -75,6 +77,7 @@ class Run:
         self.prompt = prompt
         self.skip_approvals = skip_approvals
         self.command = command[:COMMAND_CHARS]
+        self.scope = run_scope or RunScope()
         self.backgrounded = False
         self.accepting = True  # False once the agent loop ended: new messages start a new run
         self.shutdown = False
@@ -121,9 +124,7 @@ class Run:
             tool_name=part.tool_name,
             meta={"error": True} if error else None,
         )
-        source = source_of(part.tool_name)
-        if source is not None and not error:
-            await self.manager.c.sessions.add_source(self.session_id, source)
+        await self._record_sources()
         if error:
             await self.manager.learning_event(
                 "tool_failed",
@@ -131,6 +132,11 @@ class Run:
                 self,
                 {"tool": part.tool_name},
             )
+
+    async def _record_sources(self) -> None:
+        """Sources the run's tools (and sub-agents) reported using successfully."""
+        for source in self.scope.take_sources():
+            await self.manager.c.sessions.add_source(self.session_id, source)
 
     async def ingested(self, enqueue_id: str, messages: tuple[ModelMessage, ...]) -> None:
         queued = self._queued.pop(enqueue_id, None)
@@ -215,15 +221,17 @@ class Run:
             timezone=prepared.timezone,
             descriptions=prepared.descriptions,
         )
-        result = await drive(
-            prepared.agent,
-            prompt=self.prompt,
-            history=prepared.history,
-            deps=self.deps,
-            limits=RUN_LIMITS,
-            descriptions=prepared.descriptions,
-            on_start=self._attach,
-        )
+        with scope.running(self.scope):
+            result = await drive(
+                prepared.agent,
+                prompt=self.prompt,
+                history=prepared.history,
+                deps=self.deps,
+                limits=RUN_LIMITS,
+                descriptions=prepared.descriptions,
+                on_start=self._attach,
+            )
+        await self._record_sources()
         self.accepting = False
         self.usage = result.usage
         usage = usage_row(result.usage, self.resolved)
@@ -240,6 +248,7 @@ class Run:
 
     async def _save_partial(self) -> str:
         """Keep the text streamed so far and the queued messages never taken in."""
+        await self._record_sources()
         partial = "".join(self.deps.partial_text) if self.deps else ""
         if partial:
             await self.manager.history.add_message(

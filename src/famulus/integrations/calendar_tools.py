@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent.clock import zone_name
+from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.container import Container
 from famulus.integrations import calendar
@@ -39,6 +40,7 @@ def calendar_toolset(client: CalendarClient, zone: ZoneInfo) -> FunctionToolset[
             events = await client.events(now, now + timedelta(days=days))
         except CalendarError as exc:
             return f"The calendar could not be read: {exc}"
+        used("calendar")
         if not events:
             return f"No calendar events in the next {days} day(s)."
         shown = events[:MAX_EVENTS]
@@ -69,6 +71,7 @@ def calendar_toolset(client: CalendarClient, zone: ZoneInfo) -> FunctionToolset[
             event = await client.create(summary.strip(), start, end, location, description)
         except CalendarError as exc:
             return f"Not created: {exc}"
+        used("calendar")
         return "Created:\n" + describe(event, zone)
 
     return tools

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent.scope import used
 from famulus.container import Container
 from famulus.errors import FamulusError
 from famulus.integrations import account
@@ -43,6 +44,7 @@ def read_toolset(settings: Settings) -> FunctionToolset[Any]:
             found = await MailClient(settings).search(query, limit, folder)
         except FamulusError as exc:
             return f"Mail search failed: {exc.detail}"
+        used("mail")
         if not found:
             return f"No messages in {folder} match {query!r}." if query else f"{folder} is empty."
         blocks = []
@@ -65,6 +67,7 @@ def read_toolset(settings: Settings) -> FunctionToolset[Any]:
             message = await MailClient(settings).read(str(uid), folder)
         except FamulusError as exc:
             return f"Could not read the message: {exc.detail}"
+        used("mail")
         return message.as_text()
 
     toolset.add_function(search_mail)
@@ -90,6 +93,7 @@ def send_toolset(settings: Settings) -> FunctionToolset[Any]:
             await send_email(settings, to, subject, body)
         except FamulusError as exc:
             return f"Not sent: {exc.detail}"
+        used("mail")
         return f"Sent to {to}."
 
     toolset.add_function(send_mail, requires_approval=True)

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 
 from famulus import config_keys
+from famulus.agent.scope import used
 from famulus.container import Container
 
 MODES = ("auto", "exa", "ddgs", "none")
@@ -453,13 +454,16 @@ class WebService:
             hits = await backend.search(query, n)
         except WebError as exc:
             return f"Web search failed: {exc}"
+        used("web")
         return format_hits(query, backend.name, hits)
 
     async def fetch_text(self, url: str) -> str:
         try:
-            return await fetch_page(url, allow_private=self.allow_private)
+            text = await fetch_page(url, allow_private=self.allow_private)
         except WebError as exc:
             return f"Could not fetch the page: {exc}"
+        used("web")
+        return text
 
 
 def format_hits(query: str, provider: str, hits: list[SearchHit]) -> str:

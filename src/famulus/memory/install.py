@@ -18,7 +18,7 @@ from famulus.memory import context, reindex
 from famulus.memory.jobs import MemoryJobs
 from famulus.memory.learning import Learning
 from famulus.memory.service import MemoryService
-from famulus.memory.tools import memory_toolset
+from famulus.memory.tools import memory_toolsets
 
 
 class MemoryFacade:
@@ -39,7 +39,7 @@ class MemoryFacade:
         return await context.prompt_context(self.service, session_id, query)
 
     def toolsets(self) -> list[AbstractToolset[Any]]:
-        return [memory_toolset(self.service)]
+        return list(memory_toolsets(self.service))
 
     async def on_run_finished(self, session_id: str, run_id: str) -> None:
         await self.jobs.on_run_finished(session_id, run_id)

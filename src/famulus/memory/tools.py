@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent import scope
 from famulus.errors import NotFound
 from famulus.memory.service import FACT_KINDS, MemoryService
 
@@ -17,8 +18,10 @@ from famulus.memory.service import FACT_KINDS, MemoryService
 _TOOL_SOURCES = ("chat", "mail", "calendar", "init")
 
 
-def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
-    toolset: FunctionToolset[None] = FunctionToolset()
+def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
+    """Recall (read-only, so the research sub-agent gets it too) and the writers."""
+    reading: FunctionToolset[None] = FunctionToolset(id="read-only:memory")
+    writing: FunctionToolset[None] = FunctionToolset(id="memory")
 
     async def remember(
         text: str, kind: str = "fact", source: str = "chat", source_ref: str | None = None
@@ -31,12 +34,18 @@ def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
             source: where it was learned: chat (the person said it), mail, calendar or init.
             source_ref: optional pointer into the source, e.g. a mail uid or an event uid.
         """
+        if scope.read_only():
+            return scope.READ_ONLY_REFUSAL
         duplicate = await memory.find_duplicate(text)
         if duplicate is not None:
+            scope.used("memory")
             return f"Already known as fact #{duplicate.id}: {duplicate.text}"
         origin = source if source in _TOOL_SOURCES else "chat"
+        if origin == "chat" and scope.origin() == "automation":
+            origin = "automation"
         ref = source_ref[:200] if source_ref else None
         row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
+        scope.used("memory")
         return f"Remembered as fact #{row.id}."
 
     async def recall(query: str, limit: int = 8) -> str:
@@ -49,6 +58,8 @@ def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
         found = await memory.recall(query, limit=max(1, min(limit, 20)))
         lines = [f"#{f.id} ({f.kind}): {f.text}" for f, _ in found.facts]
         lines += [f"observation #{o.id}: {o.summary}" for o, _ in found.observations]
+        if lines:
+            scope.used("memory")
         return "\n".join(lines) or "Nothing relevant in memory."
 
     async def forget(fact_id: int) -> str:
@@ -61,9 +72,10 @@ def memory_toolset(memory: MemoryService) -> FunctionToolset[None]:
             await memory.delete_fact(fact_id)
         except NotFound:
             return f"There is no fact #{fact_id}."
+        scope.used("memory")
         return f"Forgot fact #{fact_id}."
 
-    toolset.add_function(remember)
-    toolset.add_function(recall)
-    toolset.add_function(forget, requires_approval=True)
-    return toolset
+    reading.add_function(recall)
+    writing.add_function(remember)
+    writing.add_function(forget, requires_approval=True)
+    return [reading, writing]

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.container import Container
 from famulus.errors import FamulusError
@@ -175,6 +176,7 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
             skill = await c.extras["skill_installer"].install(source)
         except FamulusError as exc:
             return f"Not installed: {exc.detail}"
+        used("skills")
         return f"Installed the skill /{skill.name}: {skill.description}" + (
             f" It has scripts: {', '.join(skill.scripts)}." if skill.scripts else ""
         )
@@ -252,6 +254,7 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
             code, raw, total = await run_script([*argv, *argv_extra], skill.path.resolve(), timeout)
         except OSError as exc:
             return f"Not run: the script could not be started ({exc.strerror or exc})."
+        used("skills")
         rel = chosen.relative_to(skill.path.resolve()).as_posix()
         if code is None:
             head = f"{rel} was stopped after {timeout:g} s without finishing."
