@@ -80,6 +80,28 @@ async def test_unknown_notifier_is_422(client: httpx.AsyncClient) -> None:
         json={"name": "x", "description": "y", "trigger": DAILY, "notifiers": ["nope"]},
     )
     assert r.status_code == 422 and "nope" in r.json()["detail"]
+    assert r.json()["errors"][0]["loc"] == ["body", "notifiers"]
+    a = await _create(client)
+    r = await client.patch(f"/automations/{a['id']}", json={"notifiers": ["nope"]})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "notifiers"]
+
+
+@pytest.mark.parametrize(
+    "name", ["evil\r\nBcc: evil@example.org", "tab\there", "nul\x00", "c1\x85", "del\x7f"]
+)
+async def test_names_with_control_characters_are_422(client: httpx.AsyncClient, name: str) -> None:
+    body = {"name": name, "description": "y", "trigger": DAILY}
+    r = await client.post("/automations", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["loc"] == ["body", "name"]
+    a = await _create(client)
+    r = await client.patch(f"/automations/{a['id']}", json={"name": name})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]
+    # non-ASCII printable names stay fine; the length limit stays
+    ok = await client.patch(f"/automations/{a['id']}", json={"name": "Müsli — Plan ☕"})
+    assert ok.status_code == 200 and ok.json()["name"] == "Müsli — Plan ☕"
+    long = await client.patch(f"/automations/{a['id']}", json={"name": "x" * 201})
+    assert long.status_code == 422 and "200 characters" in long.json()["detail"]
 
 
 async def test_patch_toggle_writable_delete(client: httpx.AsyncClient) -> None:
@@ -313,3 +335,5 @@ def test_migration_marks_automation_sessions_and_clears_disabled_next_run(
     assert origins == {"s_chat": "chat", "s_auto": "automation"}
     nxt = dict(conn.execute("SELECT name, next_run_at FROM automations").fetchall())
     assert nxt == {"a": now, "b": None}
+    since = dict(conn.execute("SELECT name, enabled_at FROM automations").fetchall())
+    assert since == {"a": now, "b": None}

@@ -272,3 +272,32 @@ async def test_no_firing_while_the_account_is_off(
     await client.patch("/config", json={"account_enabled": True})
     assert await watcher.poll() == [a["id"]]
     await _wait_runs(client, a["id"], 1)
+
+
+async def test_events_under_way_before_activation_never_fire(
+    app: Any, client: httpx.AsyncClient, caldav_server: CalDav, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from famulus.automations import service as service_module
+
+    watcher = app.state.container.extras["calendar_watcher"]
+    await watcher.stop()
+    start = _minute(utcnow()) - timedelta(minutes=2)  # under way, within the grace
+    await asyncio.to_thread(caldav_server.add, "Under way", start, start + timedelta(hours=1))
+    install_model(app, scripted("Noted."))
+    earlier = start - timedelta(minutes=10)
+    with monkeypatch.context() as m:
+        m.setattr(service_module, "utcnow", lambda: earlier)
+        # active before the event started: the server was down over its start
+        down = await _automation(client, lead=0, name="Down")
+        again = await _automation(client, lead=0, name="Again")
+    # switched off and on now, while the event is under way
+    for _ in range(2):
+        assert (await client.post(f"/automations/{again['id']}/toggle")).status_code == 200
+    row = await app.state.container.extras["automations"].store.get(again["id"])
+    assert row.enabled_at is not None and parse_iso(row.enabled_at) > start
+    fresh = await _automation(client, lead=0, name="Fresh")  # created now
+    assert await watcher.poll() == [down["id"]]
+    await _wait_runs(client, down["id"], 1)
+    assert await watcher.poll() == []
+    for a in (again, fresh):
+        assert (await _detail(client, a["id"]))["runs"] == []

@@ -147,3 +147,50 @@ async def test_telegram_delivery(nclient: httpx.AsyncClient, telegram: Any) -> N
     )
     r = await nclient.post("/notifiers/configs/tgbad/test")
     assert r.status_code == 502 and "chat not found" in r.json()["detail"]
+
+
+async def test_long_telegram_text_goes_as_several_messages(telegram: Any) -> None:
+    from famulus.notify.senders import TELEGRAM_LIMIT, send_telegram
+
+    paragraphs = [" ".join(f"word{i}-{j}" for j in range(60)) for i in range(25)]
+    text = "\n\n".join(paragraphs)
+    assert len(text) > 10_000
+    await send_telegram(telegram.url, TOKEN, "42", text)
+    parts = [req[2]["text"] for req in telegram.requests if req[1].endswith("/sendMessage")]
+    assert len(parts) >= 3 and all(len(p) <= TELEGRAM_LIMIT for p in parts)
+    assert " ".join(" ".join(parts).split()) == " ".join(text.split())
+    # cut between paragraphs, never inside a word
+    assert all(p.endswith("-59") for p in parts)
+    # a single overlong word is the only thing cut hard
+    telegram.requests.clear()
+    await send_telegram(telegram.url, TOKEN, "42", "x" * 10_000)
+    parts = [req[2]["text"] for req in telegram.requests]
+    assert [len(p) for p in parts] == [4096, 4096, 1808]
+
+
+async def test_names_with_control_characters_are_422(nclient: httpx.AsyncClient) -> None:
+    r = await nclient.post(
+        "/notifiers/configs",
+        json={"name": "me\r\nBcc: x", "type": "webhook", "config": {"url": "http://x"}},
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]
+    r = await nclient.post(
+        "/notifiers/configs", json={"name": "me", "type": "webhook", "config": {"url": "ftp://x"}}
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "config", "url"]
+
+
+async def test_email_subject_is_one_line(smtp: tuple[Inbox, int], tmp_path: Path) -> None:
+    from famulus.notify.senders import send_email
+
+    settings = Settings(
+        home=tmp_path / "home",
+        api_key=API_KEY,
+        project_dir=tmp_path,  # type: ignore[arg-type]
+        smtp_host="127.0.0.1",
+        smtp_port=smtp[1],
+        smtp_from="famulus@example.org",
+    )
+    await send_email(settings, "me@example.org", "evil\r\nBcc: evil@example.org\tx", "hi")
+    msg = smtp[0].messages[-1]
+    assert msg["Subject"] == "evil Bcc: evil@example.org x" and msg["Bcc"] is None

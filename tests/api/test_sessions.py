@@ -81,6 +81,15 @@ async def test_rename_rejects_bad_bodies(client: httpx.AsyncClient, body: dict) 
     assert r.json()["code"] == "invalid_request" and r.json()["errors"]
 
 
+@pytest.mark.parametrize("name", ["two\nlines", "cr\rlf", "tab\there", "c1\x9b"])
+async def test_names_with_control_characters_are_422(client: httpx.AsyncClient, name: str) -> None:
+    r = await client.post("/sessions", json={"name": name})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]
+    sid = (await _create(client))["session_id"]
+    r = await client.patch(f"/sessions/{sid}", json={"name": name})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]
+
+
 async def test_rename_unknown_is_404(client: httpx.AsyncClient) -> None:
     r = await client.patch("/sessions/missing", json={"name": "x"})
     assert r.status_code == 404

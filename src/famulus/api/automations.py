@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
-from famulus.api.schemas import RequestBody, RowId
+from famulus.api.schemas import PlainName, RequestBody, RowId
 from famulus.automations.service import AutomationService
 from famulus.container import Container
 from famulus.store.automations import AutomationRow
@@ -21,7 +21,7 @@ router = APIRouter(tags=["automations"])
 
 
 class AutomationIn(RequestBody):
-    name: str = Field(min_length=1, max_length=200)
+    name: PlainName
     description: str = Field(min_length=1, max_length=20_000)
     trigger: dict[str, Any]
     notifiers: list[str] = Field(default_factory=list, max_length=20)
@@ -30,7 +30,7 @@ class AutomationIn(RequestBody):
 
 
 class AutomationPatch(RequestBody):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: PlainName | None = None
     description: str | None = Field(default=None, min_length=1, max_length=20_000)
     trigger: dict[str, Any] | None = None
     notifiers: list[str] | None = Field(default=None, max_length=20)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from famulus.api.deps import container
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import RequestBody, ShortPlainName
 from famulus.container import Container
 from famulus.notify.types import describe_types
 from famulus.store.notifiers import NotifierRow
@@ -17,7 +17,7 @@ router = APIRouter(tags=["notifiers"])
 
 
 class NotifierIn(RequestBody):
-    name: str = Field(min_length=1, max_length=64)
+    name: ShortPlainName
     type: str
     config: dict[str, Any]
 

@@ -6,15 +6,34 @@ contract demands, rather than being coerced or ignored.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 # SQLite row ids are signed 64-bit; a larger number in a path can name
 # nothing, and would otherwise overflow inside the driver.
 MAX_ROW_ID = 2**63 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="Numeric id (1 … 2⁶³−1).")]
+
+# C0 and C1 control characters (including TAB, CR and LF), DEL, and the
+# Unicode line and paragraph separators.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _plain(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters (line breaks, tabs and the like)")
+    return value
+
+
+# Names shown in lists, titles and mail subjects: one line, no control
+# characters (a 422 at ["body","name"] otherwise). The length limits sit
+# before the check so a too-long name gets the usual string message.
+NoControlChars = AfterValidator(_plain)
+PlainName = Annotated[str, StringConstraints(min_length=1, max_length=200), NoControlChars]
+ShortPlainName = Annotated[str, StringConstraints(min_length=1, max_length=64), NoControlChars]
 
 
 class RequestBody(BaseModel):

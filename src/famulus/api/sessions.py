@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from famulus.api.deps import container
-from famulus.api.schemas import RequestBody
+from famulus.api.schemas import PlainName, RequestBody
 from famulus.container import Container
 from famulus.sessions.service import RECENT_LIMIT
 from famulus.store.sessions import MessageRow, SessionRow
@@ -59,11 +59,11 @@ class History(BaseModel):
 
 
 class CreateSession(RequestBody):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: PlainName | None = None
 
 
 class RenameSession(RequestBody):
-    name: str = Field(min_length=1, max_length=200)
+    name: PlainName
 
 
 class SessionRef(RequestBody):

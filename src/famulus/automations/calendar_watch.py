@@ -5,11 +5,13 @@ least one event automation is enabled, the watcher lists the events starting
 between ``now - GRACE`` and ``now + largest lead + HORIZON`` and, for each
 enabled automation ``{"type":"event","event_type":"calendar","lead_minutes":L}``:
 
-- an occurrence is *due* when ``start - L <= now`` and ``start > now - grace``
-  (grace: twice the poll interval, at least 5 minutes). So an event already
-  inside the lead window when the automation is created (or the server
-  starts) fires at once, and one that started longer ago than the grace
-  never fires.
+- an occurrence is *due* when ``start - L <= now``, ``start > now - grace``
+  (grace: twice the poll interval, at least 5 minutes) and ``start`` is not
+  before the automation's ``enabled_at`` (when it was created enabled,
+  enabled again, or had its trigger changed). So an event already inside the
+  lead window but not yet started when the automation is created fires at
+  once; one that had started by then never fires; one that started while
+  the server was down fires at start-up if still within the grace.
 - each (automation, event UID, event start) fires at most once, recorded in
   SQLite *before* the run starts; a moved event (new start) is a new
   occurrence. All due occurrences found in one poll go into one run, whose
@@ -34,7 +36,7 @@ from famulus.integrations import calendar
 from famulus.integrations.calendar import CalendarClient, CalendarError, CalendarEvent, describe
 from famulus.store.automations import AutomationRow
 from famulus.store.calendar_fired import CalendarFiredStore
-from famulus.timeutil import iso, utcnow
+from famulus.timeutil import iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,11 @@ def task_for(row: AutomationRow, events: list[CalendarEvent], zone: ZoneInfo) ->
         f"(This automation runs {when}; it was triggered by {noun}, times in {zone.key}:)\n"
         f"{lines}"
     )
+
+
+def _active_since(row: AutomationRow) -> datetime:
+    """Events starting before this moment never fire for ``row``."""
+    return parse_iso(row.enabled_at or row.updated_at)
 
 
 class CalendarWatcher:
@@ -114,7 +121,12 @@ class CalendarWatcher:
             future = [e.start - lead for e in events if e.start - lead > now]
             if future:
                 upcoming[row.id] = min(future)
-            due = [e for e in events if e.start - lead <= now and e.start > now - self.grace]
+            since = _active_since(row)
+            due = [
+                e
+                for e in events
+                if e.start - lead <= now and e.start > now - self.grace and e.start >= since
+            ]
             if not due or self.service.is_running(row.id):
                 continue
             fired = await self.store.fired(row.id)

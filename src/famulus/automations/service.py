@@ -45,7 +45,9 @@ class AutomationService:
         fields["trigger"] = validate_trigger(fields["trigger"])
         await self._check_notifiers(fields.get("notifiers") or [])
         enabled = fields.get("enabled", True)
-        fields["next_run_at"] = self._next(fields["trigger"], utcnow()) if enabled else None
+        now = utcnow()
+        fields["next_run_at"] = self._next(fields["trigger"], now) if enabled else None
+        fields["enabled_at"] = iso(now) if enabled else None
         return await self.store.create(fields)
 
     async def get(self, automation_id: int) -> AutomationRow:
@@ -66,7 +68,9 @@ class AutomationService:
         """Change some fields; an empty change leaves the automation untouched.
 
         ``next_run_at`` is null while disabled; it is recomputed from now when
-        the trigger changes (while enabled) or the automation is enabled."""
+        the trigger changes (while enabled) or the automation is enabled.
+        Those two moments also set ``enabled_at``: calendar triggers only fire
+        for events starting from then on."""
         row = await self.get(automation_id)
         if not fields:
             return row
@@ -78,8 +82,11 @@ class AutomationService:
         enabled = fields.get("enabled", row.enabled)
         if not enabled:
             fields["next_run_at"] = None
+            fields["enabled_at"] = None
         elif "trigger" in fields or not row.enabled:
-            fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), utcnow())
+            now = utcnow()
+            fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), now)
+            fields["enabled_at"] = iso(now)
         updated = await self.store.update(automation_id, fields)
         assert updated is not None
         return updated
@@ -249,5 +256,6 @@ class AutomationService:
         missing = await notifiers.missing(names) if notifiers else names
         if missing:
             raise InvalidRequest(
-                f"Unknown notifier(s): {', '.join(missing)}. Create them with POST /notifiers/configs."
+                f"Unknown notifier(s): {', '.join(missing)}. Create them with POST /notifiers/configs.",
+                loc=["body", "notifiers"],
             )

@@ -18,19 +18,56 @@ TELEGRAM_LIMIT = 4096
 
 
 async def send_telegram(base_url: str, token: str | None, chat_id: str, text: str) -> None:
+    """Send ``text``; longer than Telegram's limit it goes as several messages
+    in order, split at paragraph, line or word boundaries (see ``split_text``)."""
     if not token:
         raise NotConfigured(
             "Telegram is not connected; connect it with POST /services/telegram/connect."
         )
     url = f"{base_url.rstrip('/')}/bot{token}/sendMessage"
+    parts = split_text(text, TELEGRAM_LIMIT)
     try:
         async with httpx.AsyncClient(timeout=_TIMEOUT) as http:
-            r = await http.post(url, json={"chat_id": chat_id, "text": text[:TELEGRAM_LIMIT]})
+            for n, part in enumerate(parts, 1):
+                r = await http.post(url, json={"chat_id": chat_id, "text": part})
+                if r.status_code >= 400:
+                    reason = _json_field(r, "description") or f"HTTP {r.status_code}"
+                    which = f" (part {n} of {len(parts)})" if len(parts) > 1 else ""
+                    raise UpstreamError(f"Telegram refused the message{which}: {reason}.")
     except httpx.HTTPError as exc:
         raise UpstreamError(f"Telegram could not be reached: {type(exc).__name__}.") from exc
-    if r.status_code >= 400:
-        reason = _json_field(r, "description") or f"HTTP {r.status_code}"
-        raise UpstreamError(f"Telegram refused the message: {reason}.")
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Cut ``text`` into pieces of at most ``limit`` characters, preferring to
+    cut between paragraphs, then between lines, then between words; only a
+    single word longer than ``limit`` is cut inside. The whitespace at a cut
+    is dropped, so joining the pieces with it gives back the text."""
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut, gap = _cut(rest, limit)
+        piece = rest[:cut].rstrip()
+        if piece:
+            parts.append(piece)
+        rest = rest[cut + gap :].lstrip() if gap else rest[cut:]
+    if rest.strip() or not parts:
+        parts.append(rest)
+    return parts
+
+
+def _cut(text: str, limit: int) -> tuple[int, int]:
+    """Where to cut ``text`` (longer than ``limit``): (index, separator length)."""
+    window = text[: limit + 1]  # a separator right at the limit still counts
+    for sep in ("\n\n", "\n", " "):
+        at = window.rfind(sep, 1, limit + 1)
+        if at > 0:
+            return at, len(sep)
+    # No boundary: one overlong word. Also try other whitespace (tabs, …).
+    for i in range(limit, 0, -1):
+        if window[i].isspace():
+            return i, 1
+    return limit, 0
 
 
 async def send_webhook(url: str, payload: dict[str, Any]) -> None:
@@ -51,12 +88,19 @@ async def send_email(settings: Settings, to: str, subject: str, text: str) -> No
     msg = EmailMessage()
     msg["From"] = settings.smtp_from or (settings.smtp_username or "famulus@localhost")
     msg["To"] = to
-    msg["Subject"] = subject
+    msg["Subject"] = one_line(subject) or "famulus"
     msg.set_content(text)
     try:
         await asyncio.to_thread(_smtp_send, settings, msg)
     except (OSError, smtplib.SMTPException) as exc:
         raise UpstreamError(f"The mail server refused or failed: {exc}.") from exc
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` as a single header-safe line: every run of whitespace and
+    control characters becomes one space."""
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat[:limit]
 
 
 def _smtp_send(settings: Settings, msg: EmailMessage) -> None:

@@ -25,7 +25,8 @@ class NotifierService:
     async def create(self, name: str, type_: str, config: dict[str, Any]) -> NotifierRow:
         if not _NAME.match(name):
             raise InvalidRequest(
-                "Notifier name must be 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit."
+                "Notifier name must be 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit.",
+                loc=["body", "name"],
             )
         clean = validate_config(type_, config)
         row = await self.store.add(name, type_, clean)

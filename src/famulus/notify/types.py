@@ -61,10 +61,15 @@ def describe_types() -> dict[str, dict[str, list[str]]]:
 def validate_config(type_: str, config: dict[str, Any]) -> dict[str, Any]:
     model = TYPES.get(type_)
     if model is None:
-        raise InvalidRequest(f"Unknown notifier type '{type_}'; use one of {', '.join(TYPES)}.")
+        raise InvalidRequest(
+            f"Unknown notifier type '{type_}'; use one of {', '.join(TYPES)}.", loc=["body", "type"]
+        )
     try:
         return model.model_validate(config).model_dump()
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise InvalidRequest(f"Invalid {type_} config: {where}: {first['msg']}.") from exc
+        raise InvalidRequest(
+            f"Invalid {type_} config: {where}: {first['msg']}.",
+            loc=["body", "config", *first["loc"]],
+        ) from exc

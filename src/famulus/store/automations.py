@@ -17,6 +17,7 @@ _COLUMNS = {
     "trigger",
     "notifiers",
     "enabled",
+    "enabled_at",
     "writable",
     "session_id",
     "last_run_at",
@@ -42,6 +43,9 @@ class AutomationRow:
     next_run_at: str | None
     last_result: str | None
     last_status: str | None
+    # When it last became active: created enabled, enabled again, or its
+    # trigger changed while enabled; None while disabled.
+    enabled_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ def _row(r: sqlite3.Row) -> AutomationRow:
         next_run_at=r["next_run_at"],
         last_result=r["last_result"],
         last_status=r["last_status"],
+        enabled_at=r["enabled_at"],
     )
 
 
