@@ -9,7 +9,6 @@ over their union), so a fresh but unrelated fact never gets in on age alone.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +16,6 @@ from datetime import datetime
 import numpy as np
 
 from famulus.memory.index import VectorIndex
-from famulus.store.memory import fts_query
 from famulus.timeutil import parse_iso, utcnow
 
 RRF_K = 20  # steeper than the usual 60: a clear first place in one list should count
@@ -59,19 +57,6 @@ def freshness(meta: Meta, now: datetime) -> float:
     age_days = max(0.0, (now - parse_iso(meta.updated_at)).total_seconds() / 86400)
     decay = math.pow(0.5, age_days / HALF_LIFE_DAYS)
     return decay + meta.salience + 0.1 * math.log1p(meta.access_count)
-
-
-def fts_ids(conn: sqlite3.Connection, table: str, query: str, k: int) -> list[int]:
-    expr = fts_query(query)
-    if not expr:
-        return []
-    base = "facts" if table == "facts_fts" else "observations"
-    rows = conn.execute(
-        f"SELECT b.id FROM {table} JOIN {base} b ON b.id = {table}.rowid"
-        f" WHERE {table} MATCH ? AND b.archived_at IS NULL ORDER BY {table}.rank LIMIT ?",
-        (expr, k),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
 
 
 def fuse(

@@ -227,12 +227,7 @@ class MemoryService:
             "use_vec": mode != "fts",
             "use_recency": mode == "hybrid",
         }
-        fact_fts, obs_fts = await self.db.read(
-            lambda conn: (
-                fusion.fts_ids(conn, "facts_fts", query, fusion.CANDIDATES),
-                fusion.fts_ids(conn, "observations_fts", query, fusion.CANDIDATES),
-            )
-        )
+        fact_fts, obs_fts = await self.store.fts_facts_and_observations(query, fusion.CANDIDATES)
         fact_vec = space.facts.search(qvec, fusion.CANDIDATES)
         obs_vec = space.observations.search(qvec, fusion.CANDIDATES)
         fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec)]))

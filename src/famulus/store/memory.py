@@ -347,6 +347,18 @@ class MemoryStore:
             return []
         return await self.db.read(lambda conn: self.fts_search_sync(conn, table, expr, k))
 
+    async def fts_facts_and_observations(self, query: str, k: int) -> tuple[list[int], list[int]]:
+        """Both full-text candidate lists of one recall, read in one go."""
+        expr = fts_query(query)
+        if not expr:
+            return [], []
+        return await self.db.read(
+            lambda conn: (
+                self.fts_search_sync(conn, "facts_fts", expr, k),
+                self.fts_search_sync(conn, "observations_fts", expr, k),
+            )
+        )
+
     # -- entities and links -------------------------------------------------
 
     async def attach_entities(self, fact_id: int, entities: list[tuple[str, str]]) -> None:
