@@ -6,6 +6,7 @@ Services raise these; the HTTP layer turns each into the contract's error body
     FamulusError (500 internal)
     ├── InvalidRequest (422 invalid_request)
     ├── BadRequest (400 invalid_request)
+    ├── UnsupportedMediaType (415 invalid_request)
     ├── Unauthorized (401 unauthorized)
     ├── Forbidden (403 forbidden)
     ├── NotFound (404 not_found)
@@ -41,6 +42,11 @@ class InvalidRequest(FamulusError):
 
 class BadRequest(FamulusError):
     status = 400
+    code = "invalid_request"
+
+
+class UnsupportedMediaType(FamulusError):
+    status = 415
     code = "invalid_request"
 
 

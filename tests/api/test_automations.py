@@ -182,6 +182,28 @@ async def test_read_only_run_denies_writes(app: Any, client: httpx.AsyncClient) 
     assert (await client.get("/directives")).json()["content"] == "original"
 
 
+async def test_read_only_refusal_is_not_the_persons_feedback(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    fact = (await client.post("/facts", json={"text": "Old phone number 555-0100"})).json()
+    install_model(
+        app,
+        scripted(("tool", "forget", f'{{"fact_id": {fact["fact"]["id"]}}}'), "Could not."),
+    )
+    a = await _create(client)
+    await client.post(f"/automations/{a['id']}/run")
+    body = await _wait_done(client, a["id"])
+    assert body["last_status"] == "ok"
+    assert (await client.get("/stats")).json()["fact_count"] == 1
+    events = (await client.get("/memory/learning/events")).json()["events"]
+    assert not [e for e in events if e["kind"] == "approval_denied"]
+    hub = app.state.container.events
+    replay = await hub.replay(body["session_id"], 0)
+    result = next(e.data for e in replay if e.type == "tool_result")
+    assert "not writable" in result["result"] and "person declined" not in result["result"]
+    assert not [e for e in replay if e.type == "approval_needed"]
+
+
 @pytest.mark.parametrize("writable", [False, True])
 async def test_remember_follows_writable(
     app: Any, client: httpx.AsyncClient, writable: bool

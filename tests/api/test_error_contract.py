@@ -104,3 +104,17 @@ async def test_missing_content_type_is_415_and_missing_body_is_422(
     assert r.status_code == 415, r.text
     r = await client.put("/directives")
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body"]
+
+
+async def test_bodyless_endpoint_with_a_non_json_body_is_415(client: httpx.AsyncClient) -> None:
+    await client.post("/facts", json={"text": "The cat is called Miso"})
+    for body in (b'{"x": 1}', b"hello"):
+        r = await client.post("/memory/clear", content=body, headers={"Content-Type": "text/plain"})
+        assert r.status_code == 415, body
+    assert (await client.get("/stats")).json()["fact_count"] == 1
+
+
+@pytest.mark.parametrize("name", ["   ", "\u00a0"])
+async def test_blank_names_are_422(client: httpx.AsyncClient, name: str) -> None:
+    r = await client.post("/sessions", json={"name": name})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]

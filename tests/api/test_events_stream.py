@@ -118,3 +118,23 @@ def test_many_events_in_order(live: tuple[str, object]) -> None:
                 if len(ids) == 30:
                     break
         assert ids == list(range(1, 31))
+
+
+def test_stream_ends_when_its_session_is_deleted(live: tuple[str, object]) -> None:
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        lines: list[str] = []
+
+        def listen() -> None:
+            with http.stream("GET", f"/chat/events/{sid}") as r:
+                lines.extend(r.iter_lines())
+
+        reader = threading.Thread(target=listen)
+        reader.start()
+        deadline = time.monotonic() + 5
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert http.delete(f"/sessions/{sid}/permanent").status_code == 200
+        reader.join(timeout=3)
+        assert not reader.is_alive()

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from tests.support.chat_models import events_until, install_model, scripted
@@ -178,3 +179,19 @@ async def test_sources_include_what_the_research_subagent_used(
     assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == [
         "memory"
     ]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "x" * 10_001])
+async def test_bad_remember_input_is_a_tool_result_not_a_crash(
+    app: Any, client: httpx.AsyncClient, text: str
+) -> None:
+    import json
+
+    install_model(app, _capturing([], ("remember", json.dumps({"text": text}))))
+    sid = await _session(client)
+    await client.post("/chat/message", json={"message": "note it", "session_id": sid})
+    events = await events_until(app, sid, ("run_finished", "run_error"))
+    assert events[-1]["type"] == "run_finished"
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["result"].startswith("Not remembered")
+    assert (await client.get("/stats")).json()["fact_count"] == 0

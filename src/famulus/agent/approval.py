@@ -31,6 +31,8 @@ async def _handle(
         )
         if decision.approved:
             results.approvals[call.tool_call_id] = True
+        elif decision.refusal:
+            results.approvals[call.tool_call_id] = ToolDenied(decision.refusal)
         else:
             reason = f"{DENIED} Their note: {decision.reason}" if decision.reason else DENIED
             results.approvals[call.tool_call_id] = ToolDenied(reason)

@@ -17,6 +17,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolReturnPart
 class Decision:
     approved: bool
     reason: str | None = None
+    # Set when a rule, not the person, refused (a read-only automation): the
+    # model is told exactly this instead of "the person declined".
+    refusal: str | None = None
 
 
 class EventSink(Protocol):

@@ -35,15 +35,21 @@ def bodyless_routes(openapi: dict[str, Any]) -> list[tuple[str, re.Pattern[str]]
     return found
 
 
-def classify(body: bytes) -> str | None:
-    """None when the body may be ignored, else 'malformed' or 'unexpected'."""
+def classify(body: bytes, content_type: str = "application/json") -> str | None:
+    """None when the body may be ignored, else 'not_json', 'malformed' or 'unexpected'.
+
+    ``{}`` and ``null`` carry nothing, whatever type they were labelled with.
+    """
     if not body.strip():
         return None
+    is_json = "json" in content_type.lower()
     try:
         value = json.loads(body)
     except ValueError:
-        return "malformed"
-    return None if value in ({}, None) else "unexpected"
+        return "malformed" if is_json else "not_json"
+    if value in ({}, None):
+        return None
+    return "unexpected" if is_json else "not_json"
 
 
 class BodylessMiddleware:
@@ -74,7 +80,11 @@ class BodylessMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        problem = classify(body)
+        content_type = next(
+            (v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"content-type"),
+            "",
+        )
+        problem = classify(body, content_type)
         if problem is not None:
             scope.setdefault("state", {})[STATE_KEY] = problem
         replayed = False

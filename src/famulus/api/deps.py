@@ -7,7 +7,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from famulus.api.bodyless import STATE_KEY
 from famulus.container import Container
-from famulus.errors import BadRequest, InvalidRequest, Unauthorized
+from famulus.errors import BadRequest, InvalidRequest, Unauthorized, UnsupportedMediaType
 
 _bearer = HTTPBearer(auto_error=False, description="The famulus API key")
 
@@ -47,6 +47,11 @@ def require_key(
 def _refuse_unexpected_body(request: Request) -> None:
     """See ``api/bodyless.py``: judged only once the caller is known."""
     problem = request.scope.get("state", {}).get(STATE_KEY)
+    if problem == "not_json":
+        raise UnsupportedMediaType(
+            "This endpoint takes no body; if you send one, send it as JSON "
+            "with 'Content-Type: application/json' (or send none)."
+        )
     if problem == "malformed":
         raise BadRequest("The request body is not valid JSON (this endpoint takes no body).")
     if problem == "unexpected":

@@ -25,6 +25,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def _plain(value: str) -> str:
     if _CONTROL.search(value):
         raise ValueError("must not contain control characters (line breaks, tabs and the like)")
+    if not value.strip():
+        raise ValueError("must not be blank")
     return value
 
 

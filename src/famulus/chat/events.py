@@ -97,5 +97,10 @@ class EventHub:
         return [Event(r.type, r.data, r.seq) for r in rows]
 
     def forget(self, session_id: str) -> None:
-        """Drop a removed session's lock; its subscribers end on their own."""
+        """A session was removed: end its open streams and drop its lock."""
         self._locks.pop(session_id, None)
+        for sub in list(self._subs.get(session_id, ())):
+            try:
+                sub.queue.put_nowait(Event(CLOSED, {}, None))
+            except asyncio.QueueFull:
+                sub.lagged = True

@@ -150,6 +150,9 @@ class Run:
     async def decide(
         self, tool_id: str, name: str, args: dict[str, Any], description: str
     ) -> Decision:
+        if self.scope.read_only:
+            # Nobody is asked, so nobody declined: no approval event, no learning event.
+            return Decision(False, refusal=scope.READ_ONLY_REFUSAL)
         if self.skip_approvals:
             return Decision(True)
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()

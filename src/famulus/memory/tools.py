@@ -10,12 +10,14 @@ from __future__ import annotations
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent import scope
-from famulus.errors import NotFound
+from famulus.errors import FamulusError, NotFound
 from famulus.memory.service import FACT_KINDS, MemoryService
 
 # Provenance the agent may claim for what it remembers (never "manual" or
 # "automation": those are set by the API and the automation runner).
 _TOOL_SOURCES = ("chat", "mail", "calendar", "init")
+# The same cap as POST /facts.
+MAX_FACT_CHARS = 10_000
 
 
 def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
@@ -36,6 +38,10 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
         """
         if scope.read_only():
             return scope.READ_ONLY_REFUSAL
+        if not text.strip():
+            return "Not remembered: the text is empty; write the fact as one sentence."
+        if len(text) > MAX_FACT_CHARS:
+            return f"Not remembered: a fact may hold at most {MAX_FACT_CHARS} characters."
         duplicate = await memory.find_duplicate(text)
         if duplicate is not None:
             scope.used("memory")
@@ -44,7 +50,10 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
         if origin == "chat" and scope.origin() == "automation":
             origin = "automation"
         ref = source_ref[:200] if source_ref else None
-        row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
+        try:
+            row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
+        except FamulusError as exc:
+            return f"Not remembered: {exc.detail}"
         scope.used("memory")
         return f"Remembered as fact #{row.id}."
 
@@ -55,7 +64,12 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
             query: what to look for, in plain words.
             limit: how many facts at most (1-20).
         """
-        found = await memory.recall(query, limit=max(1, min(limit, 20)))
+        if not query.strip():
+            return "Recall needs a query: say in plain words what to look for."
+        try:
+            found = await memory.recall(query[:1000], limit=max(1, min(limit, 20)))
+        except FamulusError as exc:
+            return f"Recall failed: {exc.detail}"
         lines = [f"#{f.id} ({f.kind}): {f.text}" for f, _ in found.facts]
         lines += [f"observation #{o.id}: {o.summary}" for o, _ in found.observations]
         if lines:
