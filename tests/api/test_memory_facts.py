@@ -204,3 +204,27 @@ async def test_clear_removes_everything(client: httpx.AsyncClient) -> None:
 async def test_memory_needs_the_key(anon: httpx.AsyncClient) -> None:
     for path in ("/facts", "/stats", "/memory/audit", "/models/embedding"):
         assert (await anon.get(path)).status_code == 401
+
+
+async def test_deleting_a_source_fact_leaves_no_dangling_id(client: httpx.AsyncClient) -> None:
+    a = (await client.post("/facts", json={"text": "Lives in Lyon"})).json()["fact"]["id"]
+    b = (await client.post("/facts", json={"text": "Works at the library"})).json()["fact"]["id"]
+    entry = (
+        await client.post(
+            "/memory/profile",
+            json={"kind": "home", "summary": "Lyon librarian", "source_fact_ids": [a, b]},
+        )
+    ).json()["entry"]
+    assert (await client.delete(f"/facts/{a}")).status_code == 200
+    detail = (await client.get(f"/memory/profile/{entry['id']}")).json()
+    assert detail["entry"]["source_fact_ids"] == [b]
+    assert [f["id"] for f in detail["source_facts"]] == [b]
+
+
+async def test_null_in_a_patch_is_named(client: httpx.AsyncClient) -> None:
+    fid = (await client.post("/facts", json={"text": "Likes tea"})).json()["fact"]["id"]
+    r = await client.patch(f"/facts/{fid}", json={"kind": None})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "kind"]
+    assert "null" in r.json()["detail"]
+    r = await client.patch(f"/facts/{fid}", json={})
+    assert r.status_code == 422 and "at least one field" in r.json()["detail"]

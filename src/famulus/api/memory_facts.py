@@ -10,7 +10,6 @@ from pydantic import Field
 
 from famulus.api.memory_common import Page, memory
 from famulus.api.schemas import RequestBody, RowId
-from famulus.errors import InvalidRequest
 from famulus.memory.service import MemoryService
 
 router = APIRouter(tags=["memory"])
@@ -67,8 +66,7 @@ async def get_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> dict[s
 async def patch_fact(
     fact_id: RowId, body: FactPatch, m: MemoryService = Depends(memory)
 ) -> dict[str, Any]:
-    if body.text is None and body.kind is None:
-        raise InvalidRequest("Send 'text' or 'kind' to change.")
+    body.require_some_change()
     row = await m.update_fact(fact_id, body.text, body.kind)
     return {"fact": row.public()}
 

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from famulus.api.memory_common import Page, memory
 from famulus.api.schemas import RequestBody, RowId
-from famulus.errors import InvalidRequest, NotFound
+from famulus.errors import NotFound
 from famulus.memory import profile
 from famulus.memory.service import MemoryService
 
@@ -63,9 +63,8 @@ async def get_entry(entry_id: RowId, m: MemoryService = Depends(memory)) -> dict
 async def patch_entry(
     entry_id: RowId, body: ProfilePatch, m: MemoryService = Depends(memory)
 ) -> dict[str, Any]:
+    body.require_some_change()
     fields = body.model_dump(exclude_none=True)
-    if not fields:
-        raise InvalidRequest("Send at least one field to change.")
     row = await profile.update_entry(m, entry_id, **fields)
     return {"entry": profile.public_entry(row)}
 

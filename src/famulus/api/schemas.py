@@ -12,6 +12,8 @@ from typing import Annotated
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
+from famulus.errors import InvalidRequest
+
 # SQLite row ids are signed 64-bit; a larger number in a path can name
 # nothing, and would otherwise overflow inside the driver.
 MAX_ROW_ID = 2**63 - 1
@@ -40,6 +42,17 @@ ShortPlainName = Annotated[str, StringConstraints(min_length=1, max_length=64), 
 
 class RequestBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    def require_some_change(self) -> None:
+        """PATCH bodies: a field sent as null changes nothing and is called out as such."""
+        nulls = sorted(f for f in self.model_fields_set if getattr(self, f) is None)
+        if nulls:
+            raise InvalidRequest(
+                f"{nulls[0]}: may not be null; leave it out to keep it as it is.",
+                loc=["body", nulls[0]],
+            )
+        if not self.model_fields_set:
+            raise InvalidRequest("Send at least one field to change.")
 
 
 class Response(BaseModel):

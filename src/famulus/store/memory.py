@@ -312,6 +312,7 @@ class MemoryStore:
             )
             conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
             conn.execute("DELETE FROM observation_facts WHERE fact_id = ?", (fact_id,))
+            _drop_profile_source(conn, "source_fact_ids", fact_id)
             return n > 0
 
         return await self.db.write(op)
@@ -466,6 +467,7 @@ class MemoryStore:
                 "DELETE FROM memory_vectors WHERE owner_type = 'observation' AND owner_id = ?",
                 (obs_id,),
             )
+            _drop_profile_source(conn, "source_observation_ids", obs_id)
             return conn.execute("DELETE FROM observations WHERE id = ?", (obs_id,)).rowcount > 0
 
         return await self.db.write(op)
@@ -574,3 +576,17 @@ def _link(conn: Conn, from_id: int, to_id: int, link_type: str, weight: float) -
         " DO UPDATE SET weight = excluded.weight",
         (from_id, to_id, link_type, weight, now_iso()),
     )
+
+
+def _drop_profile_source(conn: Conn, column: str, owner_id: int) -> None:
+    """A deleted fact or observation leaves no dangling id in a profile entry's sources."""
+    rows = conn.execute(
+        f"SELECT p.id, p.{column} FROM profile_entries p, json_each(p.{column}) j"
+        " WHERE j.value = ?",
+        (owner_id,),
+    ).fetchall()
+    for row in rows:
+        kept = [i for i in json.loads(row[1]) if i != owner_id]
+        conn.execute(
+            f"UPDATE profile_entries SET {column} = ? WHERE id = ?", (json.dumps(kept), row[0])
+        )
