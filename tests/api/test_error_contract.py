@@ -118,3 +118,27 @@ async def test_bodyless_endpoint_with_a_non_json_body_is_415(client: httpx.Async
 async def test_blank_names_are_422(client: httpx.AsyncClient, name: str) -> None:
     r = await client.post("/sessions", json={"name": name})
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "name"]
+
+
+async def test_service_422s_name_their_field(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/automations",
+        json={"name": "a", "description": "d", "trigger": {"type": "time", "every": "30s"}},
+    )
+    assert r.json()["errors"][0]["loc"][:3] == ["body", "trigger", "every"]
+    r = await client.post("/skills/install", json={"source": "bad"})
+    assert r.json()["errors"][0]["loc"] == ["body", "source"]
+    r = await client.post(
+        "/memory/profile", json={"kind": "k", "summary": "s", "source_fact_ids": [99999]}
+    )
+    assert r.json()["errors"][0]["loc"] == ["body", "source_fact_ids"]
+    r = await client.post(
+        "/models/custom",
+        json={
+            "model_id": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "context_window": 1000,
+            "max_output_tokens": 2000,
+        },
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "max_output_tokens"]

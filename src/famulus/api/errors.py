@@ -80,7 +80,7 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
 
 
 # "field: what is wrong" — the form most service-level checks use.
-_FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*): ")
+_FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*)(?:: | must | may )")
 
 
 def _domain_errors(exc: FamulusError) -> list[dict[str, Any]]:

@@ -38,9 +38,13 @@ def _start_id(last_event_id: str | None, after: int | None) -> int:
     try:
         value = max(0, int(last_event_id.strip()))
     except ValueError as exc:
-        raise InvalidRequest("Last-Event-ID must be an event id (an integer).") from exc
+        raise InvalidRequest(
+            "Last-Event-ID must be an event id (an integer).", loc=["header", "last-event-id"]
+        ) from exc
     if value > MAX_ROW_ID:
-        raise InvalidRequest(f"Last-Event-ID must be at most {MAX_ROW_ID}.")
+        raise InvalidRequest(
+            f"Last-Event-ID must be at most {MAX_ROW_ID}.", loc=["header", "last-event-id"]
+        )
     return value
 
 

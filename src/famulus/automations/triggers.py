@@ -80,7 +80,9 @@ class EventTrigger(_Strict):
 
 def validate_trigger(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict) or raw.get("type") not in ("time", "event"):
-        raise InvalidRequest("trigger must be an object with type 'time' or 'event'.")
+        raise InvalidRequest(
+            "trigger must be an object with type 'time' or 'event'.", loc=["body", "trigger"]
+        )
     if raw["type"] == "event":
         model: type[_Strict] = EventTrigger
     elif "every" in raw:
@@ -88,13 +90,18 @@ def validate_trigger(raw: Any) -> dict[str, Any]:
     elif "at" in raw:
         model = AtTrigger
     else:
-        raise InvalidRequest("A time trigger needs 'at' (HH:MM) or 'every' (e.g. 30m, 2h).")
+        raise InvalidRequest(
+            "A time trigger needs 'at' (HH:MM) or 'every' (e.g. 30m, 2h).", loc=["body", "trigger"]
+        )
     try:
         return model.model_validate(raw).model_dump()
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "trigger"
-        raise InvalidRequest(f"Invalid trigger: {where}: {first['msg']}.") from exc
+        raise InvalidRequest(
+            f"Invalid trigger: {where}: {first['msg']}.",
+            loc=["body", "trigger", *(str(p) for p in first["loc"])],
+        ) from exc
 
 
 def interval(every: str) -> timedelta:

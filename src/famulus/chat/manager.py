@@ -76,15 +76,20 @@ def check_images(images: list[dict[str, str]] | None, resolved: ResolvedModel) -
     if not resolved.vision:
         raise InvalidRequest(
             f"The chat model '{resolved.model_id}' cannot see images; send text only or "
-            "choose a vision-capable chat model with PATCH /config."
+            "choose a vision-capable chat model with PATCH /config.",
+            loc=["body", "images"],
         )
     for image in images:
         if image["media_type"] not in IMAGE_TYPES:
-            raise InvalidRequest(f"Image type must be one of {', '.join(IMAGE_TYPES)}.")
+            raise InvalidRequest(
+                f"Image type must be one of {', '.join(IMAGE_TYPES)}.", loc=["body", "images"]
+            )
         try:
             base64.b64decode(image["data"], validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise InvalidRequest("Image data must be valid base64.") from exc
+            raise InvalidRequest(
+                "Image data must be valid base64.", loc=["body", "images"]
+            ) from exc
 
 
 class RunManager:
@@ -116,7 +121,9 @@ class RunManager:
 
     async def submit(self, inp: ChatInput) -> Submitted:
         if not inp.message.strip() and not inp.images:
-            raise InvalidRequest("The message is empty; send some text or an image.")
+            raise InvalidRequest(
+                "The message is empty; send some text or an image.", loc=["body", "message"]
+            )
         session = await self.c.sessions.get_active(inp.session_id)
         prompt_text = inp.message
         invocation = parse_invocation(inp.message)

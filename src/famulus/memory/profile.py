@@ -32,14 +32,19 @@ async def _check_facts(memory: MemoryService, ids: list[int]) -> None:
     found = await memory.store.facts_by_ids(ids)
     missing = [i for i in ids if i not in found]
     if missing:
-        raise InvalidRequest(f"Unknown source fact ids: {missing}.")
+        raise InvalidRequest(
+            f"Unknown source fact ids: {missing}.", loc=["body", "source_fact_ids"]
+        )
 
 
 async def _check_observations(memory: MemoryService, ids: list[int]) -> None:
     found = await memory.store.observations_by_ids(ids)
     missing = [i for i in ids if i not in found]
     if missing:
-        raise InvalidRequest(f"Unknown source observation ids: {missing}.")
+        raise InvalidRequest(
+            f"Unknown source observation ids: {missing}.",
+            loc=["body", "source_observation_ids"],
+        )
 
 
 async def create_entry(

@@ -40,7 +40,8 @@ def parse_source(source: str) -> tuple[str, str, str]:
     parts = source.strip().strip("/").split("/")
     if len(parts) < 3 or not all(_SEGMENT.match(p) and p not in (".", "..") for p in parts):
         raise InvalidRequest(
-            "source must look like '<owner>/<repo>/<path to skill>', e.g. 'acme/skills/weather'."
+            "source must look like '<owner>/<repo>/<path to skill>', e.g. 'acme/skills/weather'.",
+            loc=["body", "source"],
         )
     return parts[0], parts[1], "/".join(parts[2:])
 
