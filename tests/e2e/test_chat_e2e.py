@@ -45,19 +45,24 @@ def famulus(
     }
     server = ServerProcess(home, env=env).start()
     with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as http:
-        r = http.post(
-            "/models/custom",
-            json={
-                "model_id": MODEL,
-                "base_url": openai_server.base_url,
-                "context_window": 8000,
-                "max_output_tokens": 500,
-            },
-        )
-        assert r.status_code == 201, r.text
-        use_openai(http)
+        register_scripted(http, openai_server)
     yield server
     server.stop()
+
+
+def register_scripted(http: httpx.Client, openai_server: ScriptedOpenAI) -> None:
+    """The scripted OpenAI-compatible server as a custom model, made the chat model."""
+    r = http.post(
+        "/models/custom",
+        json={
+            "model_id": MODEL,
+            "base_url": openai_server.base_url,
+            "context_window": 8000,
+            "max_output_tokens": 500,
+        },
+    )
+    assert r.status_code == 201, r.text
+    use_openai(http)
 
 
 def use_openai(http: httpx.Client) -> None:
@@ -305,16 +310,7 @@ def test_history_survives_kill_mid_run(tmp_path: Path, openai_server: ScriptedOp
     ).start()
     try:
         with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as http:
-            http.post(
-                "/models/custom",
-                json={
-                    "model_id": MODEL,
-                    "base_url": openai_server.base_url,
-                    "context_window": 8000,
-                    "max_output_tokens": 500,
-                },
-            )
-            use_openai(http)
+            register_scripted(http, openai_server)
             openai_server.push(
                 Turn(tool_calls=[("current_time", {})]),
                 Turn(text=" ".join(["never"] * 500), chunk_delay=0.02),
@@ -352,16 +348,7 @@ def test_shutdown_mid_stream_keeps_partial_text(
     ).start()
     try:
         with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as http:
-            http.post(
-                "/models/custom",
-                json={
-                    "model_id": MODEL,
-                    "base_url": openai_server.base_url,
-                    "context_window": 8000,
-                    "max_output_tokens": 500,
-                },
-            )
-            use_openai(http)
+            register_scripted(http, openai_server)
             openai_server.push(Turn(text=" ".join(f"w{i}" for i in range(500)), chunk_delay=0.02))
             sid = new_session(http)
             with SSECollector(server.base_url, AUTH, sid, stream=True) as sse:
