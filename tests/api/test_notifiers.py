@@ -194,3 +194,54 @@ async def test_email_subject_is_one_line(smtp: tuple[Inbox, int], tmp_path: Path
     await send_email(settings, "me@example.org", "evil\r\nBcc: evil@example.org\tx", "hi")
     msg = smtp[0].messages[-1]
     assert msg["Subject"] == "evil Bcc: evil@example.org x" and msg["Bcc"] is None
+
+
+def _smtp_settings(tmp_path: Path, port: int, sender: str = "famulus@example.org") -> Settings:
+    return Settings(
+        home=tmp_path / "home",
+        api_key=API_KEY,
+        project_dir=tmp_path,  # type: ignore[arg-type]
+        smtp_host="127.0.0.1",
+        smtp_port=port,
+        smtp_from=sender,
+    )
+
+
+def _assert_dated_and_identified(msg: Any, domain: str) -> None:
+    from email.utils import parsedate_to_datetime
+
+    from famulus.timeutil import utcnow
+
+    assert msg["Date"], "mail without a Date header"
+    sent_at = parsedate_to_datetime(msg["Date"])
+    assert sent_at.tzinfo is not None and abs((utcnow() - sent_at).total_seconds()) < 120
+    mid = msg["Message-ID"]
+    assert mid and mid.startswith("<") and mid.endswith(f"@{domain}>"), mid
+
+
+async def test_notifier_mail_has_date_and_message_id(
+    nclient: httpx.AsyncClient, smtp: tuple[Inbox, int]
+) -> None:
+    await nclient.post(
+        "/notifiers/configs",
+        json={"name": "mail", "type": "email", "config": {"to": "me@example.org"}},
+    )
+    assert (await nclient.post("/notifiers/configs/mail/test")).json() == {"status": "sent"}
+    assert (await nclient.post("/notifiers/configs/mail/test")).json() == {"status": "sent"}
+    first, second = smtp[0].messages[-2:]
+    _assert_dated_and_identified(first, "example.org")
+    _assert_dated_and_identified(second, "example.org")
+    assert first["Message-ID"] != second["Message-ID"]
+
+
+async def test_agent_send_mail_has_date_and_message_id(
+    smtp: tuple[Inbox, int], tmp_path: Path
+) -> None:
+    """The agent's send_mail tool (integrations) goes out with the same headers."""
+    from famulus.integrations.mail_tools import send_toolset
+
+    tool = send_toolset(_smtp_settings(tmp_path, smtp[1], "alice@mail.example.net")).tools[
+        "send_mail"
+    ]
+    assert await tool.function("bob@example.org", "Hi", "See you.") == "Sent to bob@example.org."  # type: ignore[call-arg]
+    _assert_dated_and_identified(smtp[0].messages[-1], "mail.example.net")
