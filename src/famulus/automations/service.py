@@ -22,7 +22,7 @@ from famulus.container import Container
 from famulus.errors import Conflict, FamulusError, InvalidRequest, NotFound
 from famulus.sessions.service import AUTOMATION
 from famulus.store.automations import AutomationRow, AutomationRunRow, AutomationStore
-from famulus.store.deliveries import DELIVERED, FAILED, DeliveryRow
+from famulus.store.deliveries import DELIVERED, DeliveryRow
 from famulus.timeutil import iso, now_iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -158,8 +158,7 @@ class AutomationService:
     async def _run(self, row: AutomationRow, run_row: int, task: str) -> None:
         """Run, record the result together with its pending deliveries, make
         each delivery's first try, then publish the outcome. Later tries are
-        the delivery queue's; a final delivery failure marks the run (see
-        ``delivery_changed``)."""
+        the delivery queue's; a final delivery failure marks the run."""
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
         recorded = False
@@ -217,14 +216,8 @@ class AutomationService:
         queue.wake()  # anything not delivered is the loop's now
 
     async def delivery_changed(self, delivery: DeliveryRow) -> None:
-        """Each try's outcome goes on the automation feed; a delivery that
-        failed for good marks its run."""
-        if delivery.status == FAILED:
-            await self.store.delivery_failed(
-                delivery.automation_id,
-                delivery.run_id,
-                f"{delivery.notifier}: {delivery.last_error}",
-            )
+        """Each try's outcome goes on the automation feed. (A delivery that
+        failed for good has already marked its run; see store/deliveries.py.)"""
         self._broadcast(
             {
                 "type": "notifier_delivery",

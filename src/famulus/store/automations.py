@@ -194,28 +194,6 @@ class AutomationStore:
 
         return await self.db.read(op)
 
-    async def delivery_failed(self, automation_id: int, run_row_id: int, problem: str) -> None:
-        """A delivery failed for good: the run counts as an error (unless it
-        already is one) and says why under its output, which stays; the
-        automation's last result follows when this is its latest run."""
-        note = f"\n\nDelivery problem: {problem}"
-
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE automation_runs SET result = COALESCE(result, '') || ?,"
-                " status = CASE WHEN status = 'ok' THEN 'error' ELSE status END WHERE id = ?",
-                (note, run_row_id),
-            )
-            conn.execute(
-                "UPDATE automations SET (last_status, last_result) ="
-                " (SELECT status, result FROM automation_runs WHERE id = ?)"
-                " WHERE id = ? AND ? ="
-                " (SELECT max(id) FROM automation_runs WHERE automation_id = ?)",
-                (run_row_id, automation_id, run_row_id, automation_id),
-            )
-
-        await self.db.write(op)
-
     async def interrupt_running(self) -> None:
         """Runs left 'running' by a crash are marked interrupted at start-up."""
         now = now_iso()

@@ -75,6 +75,30 @@ def insert_deliveries(
     return ids
 
 
+def _mark_run(conn: sqlite3.Connection, delivery_id: int, error: str) -> None:
+    """A delivery failed for good: its run counts as an error (unless it is
+    one already) and says why under its output, which stays; the automation's
+    last result follows when this is its latest run. Same transaction as the
+    delivery's own record, so the two never disagree."""
+    d = conn.execute(
+        "SELECT automation_id, run_id, notifier FROM notifier_deliveries WHERE id = ?",
+        (delivery_id,),
+    ).fetchone()
+    automation_id, run_id = d["automation_id"], d["run_id"]
+    conn.execute(
+        "UPDATE automation_runs SET result = COALESCE(result, '') || ?,"
+        " status = CASE WHEN status = 'ok' THEN 'error' ELSE status END WHERE id = ?",
+        (f"\n\nDelivery problem: {d['notifier']}: {error}", run_id),
+    )
+    conn.execute(
+        "UPDATE automations SET (last_status, last_result) ="
+        " (SELECT status, result FROM automation_runs WHERE id = ?)"
+        " WHERE id = ?"
+        " AND ? = (SELECT max(id) FROM automation_runs WHERE automation_id = ?)",
+        (run_id, automation_id, run_id, automation_id),
+    )
+
+
 class DeliveryStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -141,6 +165,8 @@ class DeliveryStore:
                 status, nxt = DELIVERED, None
             else:
                 status, nxt = (RETRYING, next_attempt_at) if next_attempt_at else (FAILED, None)
+            if status == FAILED:
+                _mark_run(conn, delivery_id, error or "failed")
             conn.execute(
                 "UPDATE notifier_deliveries SET status = ?, attempts = ?, next_attempt_at = ?,"
                 " last_error = COALESCE(?, last_error), tries = ?, finished_at = ? WHERE id = ?",
