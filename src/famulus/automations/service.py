@@ -161,7 +161,7 @@ class AutomationService:
         the delivery queue's; a final delivery failure marks the run."""
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
-        recorded = False
+        recorded, status, result = False, "cancelled", "Cancelled."
         try:
             session_id = await self._session(row)
             outcome = await runner.execute(self.c, session_id, task, row.writable)
@@ -171,40 +171,38 @@ class AutomationService:
             ids = await self.store.finish_run(
                 run_row, outcome.status, outcome.result, outcome.run_id, (row.id, names, title)
             )
-            recorded = True
+            recorded, status, result = True, outcome.status, outcome.result
             await self._first_tries(ids)
             done = await self.store.run(run_row)
-            status, result = (done.status, done.result or "") if done else (outcome.status, "")
+            if done is not None:
+                status, result = done.status, done.result or ""
             await self.store.update(
                 row.id,
                 {"last_run_at": iso(started), "last_result": result, "last_status": status},
                 touch=False,
             )
             await self._learn(row, session_id, status, result)
-            self._broadcast(
-                {
-                    "type": "automation_finished",
-                    "id": row.id,
-                    "run_id": run_row,
-                    "status": status,
-                    "result": result,
-                }
-            )
+            self._finished(row.id, run_row, status, result)
         except asyncio.CancelledError:
+            # Cancelled (deleted, server stopping): the feed still hears how
+            # the run ended; a recorded result stays as it is.
             if not recorded:
-                await self.store.finish_run(run_row, "cancelled", "Cancelled.", None)
-                self._broadcast(
-                    {
-                        "type": "automation_finished",
-                        "id": row.id,
-                        "run_id": run_row,
-                        "status": "cancelled",
-                        "result": "Cancelled.",
-                    }
-                )
+                await self.store.finish_run(run_row, status, result, None)
+            self._finished(row.id, run_row, status, result)
             raise
         finally:
             self.running.pop(row.id, None)
+
+    def _finished(self, automation_id: int, run_row: int, status: str, result: str) -> None:
+        self._broadcast(
+            {
+                "type": "automation_finished",
+                "id": automation_id,
+                "run_id": run_row,
+                "status": status,
+                "result": result,
+            }
+        )
 
     async def _first_tries(self, delivery_ids: list[int]) -> None:
         """Try every delivery once now, so a working notifier has the result
