@@ -204,3 +204,82 @@ async def test_a_fixed_notifier_gets_the_pending_retry(app: Any, client: httpx.A
         body = await _until(client, aid, lambda d: d["status"] == "delivered")
         assert good.requests[0][2]["text"] == "done"
     assert body["runs"][0]["deliveries"][0]["attempts"] == 2
+
+
+class _FlakyMailServer:
+    """An SMTP server that answers DATA with the given replies in order (the
+    last repeats) and keeps what it accepted."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.seen = 0
+        self.accepted: list[bytes] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        self.seen += 1
+        reply = self.replies[min(self.seen, len(self.replies)) - 1]
+        if reply.startswith("250"):
+            self.accepted.append(envelope.content)
+        return reply
+
+
+@pytest.mark.parametrize(
+    ("replies", "final", "tries"),
+    [
+        (("451 4.3.0 Try again later", "250 OK"), "delivered", 2),
+        (("554 5.7.1 Rejected as spam", "250 OK"), "failed", 1),
+    ],
+)
+async def test_mail_4xx_is_retried_and_5xx_is_final(
+    home: Path, tmp_path: Path, replies: tuple[str, ...], final: str, tries: int
+) -> None:
+    from aiosmtpd.controller import Controller
+
+    from famulus.app import create_app
+
+    handler = _FlakyMailServer(*replies)
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    settings = Settings(
+        home=home,
+        api_key=API_KEY,  # type: ignore[arg-type]
+        project_dir=tmp_path / "project",
+        smtp_host="127.0.0.1",
+        smtp_port=port,
+        smtp_from="famulus@example.org",
+        notify_retry_delays_s=DELAYS,
+    )
+    app = create_app(settings)
+    try:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://t",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as client:
+                install_model(app, scripted("done"))
+                r = await client.post(
+                    "/notifiers/configs",
+                    json={"name": "mail", "type": "email", "config": {"to": "me@example.org"}},
+                )
+                assert r.status_code == 201
+                a = await client.post(
+                    "/automations",
+                    json={
+                        "name": "Brief",
+                        "description": "d",
+                        "trigger": {"type": "time", "at": "07:30"},
+                        "notifiers": ["mail"],
+                    },
+                )
+                aid = a.json()["id"]
+                await client.post(f"/automations/{aid}/run")
+                body = await _until(client, aid, lambda d: d["status"] == final)
+    finally:
+        controller.stop()
+    delivery = body["runs"][0]["deliveries"][0]
+    assert delivery["attempts"] == tries == handler.seen
+    assert replies[0].split(" ", 1)[1] in delivery["tries"][0]["error"]
+    assert len(handler.accepted) == (1 if final == "delivered" else 0)
