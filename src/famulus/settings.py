@@ -7,6 +7,7 @@ tests can point each one at a small local server speaking its protocol.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -67,6 +68,12 @@ class Settings(BaseSettings):
     smtp_from: str | None = None
     smtp_starttls: bool = False
     smtp_ssl: bool = False
+
+    # Notifier deliveries that fail for a passing reason are tried again after
+    # each of these waits (seconds; 4 tries at about 0, 30 s, 2 min, 5 min);
+    # a Retry-After from the receiver is honoured up to the cap.
+    notify_retry_delays_s: list[Annotated[float, Field(ge=0)]] = [30.0, 90.0, 180.0]
+    notify_retry_after_max_s: float = Field(default=600.0, ge=0)
 
     # The mail and calendar account (the "account" integration): IMAP for
     # reading mail, CalDAV for the calendar; one login for both. Sending mail

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.chat_models import install_model, scripted
+from tests.support.chat_models import events_until, install_model, scripted, until_streaming
 from tests.support.fake_http import recording_server
 
 from famulus.timeutil import iso, parse_iso, utcnow
@@ -359,3 +359,37 @@ def test_migration_marks_automation_sessions_and_clears_disabled_next_run(
     assert nxt == {"a": now, "b": None}
     since = dict(conn.execute("SELECT name, enabled_at FROM automations").fetchall())
     assert since == {"a": now, "b": None}
+
+
+async def _session_id(svc: Any, aid: int) -> str:
+    for _ in range(200):
+        row = await svc.store.get(aid)
+        if row is not None and row.session_id:
+            return str(row.session_id)
+        await asyncio.sleep(0.02)
+    raise AssertionError("the run got no session")
+
+
+async def test_deleting_a_running_automation_cancels_its_run(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted(" ".join(["slowly"] * 500), delay=0.02))
+    a = await _create(client)
+    svc = app.state.container.extras["automations"]
+    feed: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    svc.listeners.add(feed)  # what GET /automations/events streams
+    run_id = (await client.post(f"/automations/{a['id']}/run")).json()["run_id"]
+    sid = await _session_id(svc, a["id"])
+    await until_streaming(app, sid)
+    r = await client.delete(f"/automations/{a['id']}")
+    assert r.json() == {"status": "deleted", "id": a["id"]}
+    # the chat run in its session ended as cancelled, not finished later
+    events = await events_until(app, sid, ("run_cancelled", "run_finished", "run_error"))
+    assert [e["type"] for e in events if e["type"].startswith("run_")][-1] == "run_cancelled"
+    assert not svc.is_running(a["id"]) and not app.state.container.extras["chat"].active
+    # the automation feed closes the run it opened
+    got = [await asyncio.wait_for(feed.get(), 5) for _ in range(2)]
+    assert got[0] == {"type": "automation_started", "id": a["id"], "run_id": run_id}
+    assert got[1]["type"] == "automation_finished" and got[1]["status"] == "cancelled"
+    assert got[1]["id"] == a["id"] and got[1]["run_id"] == run_id
+    assert (await client.get(f"/automations/{a['id']}")).status_code == 404

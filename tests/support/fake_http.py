@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# handler(method, path, json_body) → (status, json_response)
-Route = Callable[[str, str, Any], tuple[int, Any]]
+# handler(method, path, json_body) → (status, json_response) or
+# (status, json_response, extra_headers)
+Route = Callable[[str, str, Any], tuple[int, Any] | tuple[int, Any, dict[str, str]]]
 
 
 @dataclass
@@ -33,9 +34,11 @@ def recording_server(route: Route) -> Iterator[Recorder]:
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
             rec.requests.append((self.command, self.path, body))
-            status, reply = route(self.command, self.path, body)
+            status, reply, *more = route(self.command, self.path, body)
             data = json.dumps(reply).encode()
             self.send_response(status)
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -16,6 +16,7 @@ from famulus.api.schemas import PlainName, RequestBody, RowId
 from famulus.automations.service import AutomationService
 from famulus.container import Container
 from famulus.store.automations import AutomationRow
+from famulus.store.deliveries import DeliveryRow
 
 router = APIRouter(tags=["automations"])
 
@@ -55,12 +56,30 @@ class Automation(BaseModel):
     running: bool
 
 
+class DeliveryTry(BaseModel):
+    attempt: int
+    at: str
+    status: str  # ok | error
+    error: str | None = None
+
+
+class Delivery(BaseModel):
+    notifier: str
+    status: str  # pending | retrying | delivered | failed
+    attempts: int
+    next_attempt_at: str | None
+    last_error: str | None
+    finished_at: str | None
+    tries: list[DeliveryTry]
+
+
 class AutomationRun(BaseModel):
     id: int
     started_at: str
     finished_at: str | None
     status: str
     result: str | None
+    deliveries: list[Delivery]
 
 
 class AutomationDetail(Automation):
@@ -100,6 +119,11 @@ def _svc(c: Container) -> AutomationService:
 def _out(row: AutomationRow, svc: AutomationService) -> dict[str, Any]:
     data = {k: v for k, v in row.__dict__.items() if k != "session_id"}
     return {**data, "running": svc.is_running(row.id)}
+
+
+def _delivery(row: DeliveryRow) -> dict[str, Any]:
+    keep = ("notifier", "status", "attempts", "next_attempt_at", "last_error", "finished_at")
+    return {**{k: getattr(row, k) for k in keep}, "tries": row.tries}
 
 
 @router.post("/automations", response_model=Automation, status_code=201)
@@ -142,7 +166,10 @@ async def events(c: Container = Depends(container)) -> StreamingResponse:
 async def get_one(automation_id: RowId, c: Container = Depends(container)) -> Any:
     svc = _svc(c)
     row = await svc.get(automation_id)
-    runs = [r.__dict__ for r in await svc.runs(automation_id)]
+    runs = [
+        {**run.__dict__, "deliveries": [_delivery(d) for d in deliveries]}
+        for run, deliveries in await svc.runs_with_deliveries(automation_id)
+    ]
     return {**_out(row, svc), "session_id": await svc.session_of(row), "runs": runs}
 
 

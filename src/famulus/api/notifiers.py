@@ -22,6 +22,13 @@ class NotifierIn(RequestBody):
     config: dict[str, Any]
 
 
+class NotifierPatch(RequestBody):
+    """Leave out what stays; ``config`` fields are merged into the current ones."""
+
+    type: str | None = None
+    config: dict[str, Any] | None = None
+
+
 class NotifierOut(BaseModel):
     name: str
     type: str
@@ -62,6 +69,14 @@ async def list_configs(c: Container = Depends(container)) -> NotifierList:
 @router.post("/notifiers/configs", response_model=NotifierOut, status_code=201)
 async def create_config(body: NotifierIn, c: Container = Depends(container)) -> NotifierOut:
     return _out(await c.extras["notifiers"].create(body.name, body.type, body.config))
+
+
+@router.patch("/notifiers/configs/{name}", response_model=NotifierOut)
+async def patch_config(
+    name: str, body: NotifierPatch, c: Container = Depends(container)
+) -> NotifierOut:
+    body.require_some_change()
+    return _out(await c.extras["notifiers"].update(name, body.type, body.config))
 
 
 @router.post("/notifiers/configs/{name}/test", response_model=Status)

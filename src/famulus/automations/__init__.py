@@ -18,6 +18,9 @@ def install(app: FastAPI, container: Container) -> None:
     notifiers = container.extras.get("notifiers")
     if notifiers is not None:
         notifiers.in_use_checks.append(service.store.using_notifier)
+    deliveries = container.extras.get("deliveries")
+    if deliveries is not None:
+        deliveries.listeners.append(service.delivery_changed)
     container.on_start(service.start)
     container.on_stop(service.stop)
     # Calendar-triggered automations: started after the service, stopped first.

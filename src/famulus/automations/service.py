@@ -19,13 +19,16 @@ from famulus.agent.clock import zone_name
 from famulus.automations import runner
 from famulus.automations.triggers import next_fire, validate_trigger
 from famulus.container import Container
-from famulus.errors import Conflict, InvalidRequest, NotFound
+from famulus.errors import Conflict, FamulusError, InvalidRequest, NotFound
 from famulus.sessions.service import AUTOMATION
 from famulus.store.automations import AutomationRow, AutomationRunRow, AutomationStore
+from famulus.store.deliveries import DELIVERED, DeliveryRow
 from famulus.timeutil import iso, now_iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
 TICK_S = 5.0
+# How long deleting an automation waits for its run to wind down.
+CANCEL_WAIT_S = 10.0
 
 
 class AutomationService:
@@ -102,11 +105,26 @@ class AutomationService:
         return row.session_id
 
     async def delete(self, automation_id: int) -> None:
+        """Delete; a run in progress is cancelled first and ends as such
+        (``run_cancelled`` in its session, ``automation_finished`` with status
+        ``cancelled`` on the automation feed)."""
         await self.get(automation_id)
         task = self.running.get(automation_id)
         if task is not None:
             task.cancel()
+            await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+            await self._cancel_chat_run(automation_id)
         await self.store.delete(automation_id)
+
+    async def _cancel_chat_run(self, automation_id: int) -> None:
+        """End the agent run in the automation's session: nobody follows it now."""
+        chat, row = self.c.extras.get("chat"), await self.store.get(automation_id)
+        if chat is None or row is None or row.session_id is None:
+            return
+        try:
+            await chat.cancel(None, row.session_id)
+        except FamulusError:  # the session is gone, so is its run
+            pass
 
     def is_running(self, automation_id: int) -> bool:
         return automation_id in self.running or automation_id in self._starting
@@ -138,35 +156,86 @@ class AutomationService:
         return run_row
 
     async def _run(self, row: AutomationRow, run_row: int, task: str) -> None:
+        """Run, record the result together with its pending deliveries, make
+        each delivery's first try, then publish the outcome. Later tries are
+        the delivery queue's; a final delivery failure marks the run."""
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
+        recorded, status, result = False, "cancelled", "Cancelled."
         try:
             session_id = await self._session(row)
             outcome = await runner.execute(self.c, session_id, task, row.writable)
-            delivery = await self._deliver(row, outcome)
-            status = (
-                outcome.status
-                if not delivery
-                else "error"
-                if outcome.status == "ok"
-                else outcome.status
+            title = row.name + ("" if outcome.status == "ok" else f" ({outcome.status})")
+            current = await self.store.get(row.id)  # notifiers may have changed meanwhile
+            names = current.notifiers if current is not None else row.notifiers
+            ids = await self.store.finish_run(
+                run_row, outcome.status, outcome.result, outcome.run_id, (row.id, names, title)
             )
-            result = outcome.result + (f"\n\nDelivery problems: {delivery}" if delivery else "")
-            await self.store.finish_run(run_row, status, result, outcome.run_id)
+            recorded, status, result = True, outcome.status, outcome.result
+            await self._first_tries(ids)
+            done = await self.store.run(run_row)
+            if done is not None:
+                status, result = done.status, done.result or ""
             await self.store.update(
                 row.id,
                 {"last_run_at": iso(started), "last_result": result, "last_status": status},
                 touch=False,
             )
             await self._learn(row, session_id, status, result)
-            self._broadcast(
-                {"type": "automation_finished", "id": row.id, "status": status, "result": result}
-            )
+            self._finished(row.id, run_row, status, result)
         except asyncio.CancelledError:
-            await self.store.finish_run(run_row, "cancelled", "Cancelled.", None)
+            # Cancelled (deleted, server stopping): the feed still hears how
+            # the run ended; a recorded result stays as it is.
+            if not recorded:
+                await self.store.finish_run(run_row, status, result, None)
+            self._finished(row.id, run_row, status, result)
             raise
         finally:
             self.running.pop(row.id, None)
+
+    def _finished(self, automation_id: int, run_row: int, status: str, result: str) -> None:
+        self._broadcast(
+            {
+                "type": "automation_finished",
+                "id": automation_id,
+                "run_id": run_row,
+                "status": status,
+                "result": result,
+            }
+        )
+
+    async def _first_tries(self, delivery_ids: list[int]) -> None:
+        """Try every delivery once now, so a working notifier has the result
+        by the time the run is reported finished."""
+        queue = self.c.extras.get("deliveries")
+        if queue is None or not delivery_ids:
+            return
+        await asyncio.gather(*(queue.attempt(i) for i in delivery_ids))
+        queue.wake()  # anything not delivered is the loop's now
+
+    async def delivery_changed(self, delivery: DeliveryRow) -> None:
+        """Each try's outcome goes on the automation feed. (A delivery that
+        failed for good has already marked its run; see store/deliveries.py.)"""
+        self._broadcast(
+            {
+                "type": "notifier_delivery",
+                "id": delivery.automation_id,
+                "run_id": delivery.run_id,
+                "notifier": delivery.notifier,
+                "status": delivery.status,
+                "attempt": delivery.attempts,
+                "next_attempt_at": delivery.next_attempt_at,
+                "error": delivery.last_error if delivery.status != DELIVERED else None,
+            }
+        )
+
+    async def runs_with_deliveries(
+        self, automation_id: int
+    ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
+        runs = await self.store.runs(automation_id)
+        queue = self.c.extras.get("deliveries")
+        found = await queue.store.of_runs([r.id for r in runs]) if queue is not None else {}
+        return [(r, found.get(r.id, [])) for r in runs]
 
     async def _session(self, row: AutomationRow) -> str:
         """The automation's own session, reused across runs; a new one on the
@@ -181,17 +250,6 @@ class AutomationService:
         created = await sessions.create(f"Automation: {row.name}", origin=AUTOMATION)
         await self.store.update(row.id, {"session_id": created.session_id}, touch=False)
         return created.session_id
-
-    async def _deliver(self, row: AutomationRow, outcome: runner.Outcome) -> str:
-        notifiers = self.c.extras.get("notifiers")
-        problems = []
-        title = f"{row.name}" + ("" if outcome.status == "ok" else f" ({outcome.status})")
-        for name in row.notifiers:
-            try:
-                await notifiers.send(name, title, outcome.result or "(no output)")  # type: ignore[union-attr]
-            except Exception as exc:
-                problems.append(f"{name}: {getattr(exc, 'detail', exc)}")
-        return "; ".join(problems)
 
     async def _learn(self, row: AutomationRow, session_id: str, status: str, result: str) -> None:
         memory = self.c.extras.get("memory")

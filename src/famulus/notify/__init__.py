@@ -10,10 +10,17 @@ from famulus.container import Container
 def install(app: FastAPI, container: Container) -> None:
     from famulus.api import notifiers as notifiers_api
     from famulus.api.deps import require_key
+    from famulus.notify.delivery import DeliveryQueue, policy_from
     from famulus.notify.service import NotifierService
+    from famulus.store.deliveries import DeliveryStore
     from famulus.store.notifiers import NotifierStore
 
-    container.extras["notifiers"] = NotifierService(
-        container.settings, NotifierStore(container.db), container.extras
-    )
+    settings = container.settings
+    service = NotifierService(settings, NotifierStore(container.db), container.extras)
+    container.extras["notifiers"] = service
+    policy = policy_from(settings.notify_retry_delays_s, settings.notify_retry_after_max_s)
+    queue = DeliveryQueue(DeliveryStore(container.db), service.send, policy)
+    container.extras["deliveries"] = queue
+    container.on_start(queue.start)
+    container.on_stop(queue.stop)
     app.include_router(notifiers_api.router, dependencies=[Depends(require_key)])

@@ -1,20 +1,59 @@
-"""Delivery over each channel. Every failure becomes UpstreamError with the reason,
-so the API can answer 502 and an automation run can record why it failed."""
+"""Delivery over each channel. Every failure becomes DeliveryError (an
+UpstreamError, so the API answers 502) with the reason, whether trying again
+later may help, and how long the receiver asked us to wait (Retry-After), so
+the delivery queue knows whether and when to retry."""
 
 from __future__ import annotations
 
 import asyncio
 import smtplib
 from email.message import EmailMessage
+from email.utils import formatdate, make_msgid, parseaddr, parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from famulus.errors import NotConfigured, UpstreamError
 from famulus.settings import Settings
+from famulus.timeutil import utcnow
 
 _TIMEOUT = 15.0
 TELEGRAM_LIMIT = 4096
+# HTTP answers worth another try later: timeouts, rate limits, server trouble.
+_RETRY_STATUSES = {408, 429}
+
+
+class DeliveryError(UpstreamError):
+    """A channel refused or could not be reached. ``retryable``: a later try
+    may succeed (connection trouble, 408, 429, 5xx, a 4xx SMTP reply);
+    ``retry_after``: seconds the receiver asked us to wait, if it said."""
+
+    def __init__(self, detail: str, retryable: bool, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+def http_retryable(status: int) -> bool:
+    return status in _RETRY_STATUSES or status >= 500
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The Retry-After header in seconds (delta-seconds or an HTTP date)."""
+    value = (response.headers.get("Retry-After") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - utcnow()).total_seconds())
 
 
 async def send_telegram(base_url: str, token: str | None, chat_id: str, text: str) -> None:
@@ -33,9 +72,15 @@ async def send_telegram(base_url: str, token: str | None, chat_id: str, text: st
                 if r.status_code >= 400:
                     reason = _json_field(r, "description") or f"HTTP {r.status_code}"
                     which = f" (part {n} of {len(parts)})" if len(parts) > 1 else ""
-                    raise UpstreamError(f"Telegram refused the message{which}: {reason}.")
+                    raise DeliveryError(
+                        f"Telegram refused the message{which}: {reason}.",
+                        http_retryable(r.status_code),
+                        retry_after(r) or _telegram_retry_after(r),
+                    )
     except httpx.HTTPError as exc:
-        raise UpstreamError(f"Telegram could not be reached: {type(exc).__name__}.") from exc
+        raise DeliveryError(
+            f"Telegram could not be reached: {type(exc).__name__}.", retryable=True
+        ) from exc
 
 
 def split_text(text: str, limit: int) -> list[str]:
@@ -75,11 +120,15 @@ async def send_webhook(url: str, payload: dict[str, Any]) -> None:
         async with httpx.AsyncClient(timeout=_TIMEOUT) as http:
             r = await http.post(url, json=payload)
     except httpx.HTTPError as exc:
-        raise UpstreamError(
-            f"The webhook {url} could not be reached: {type(exc).__name__}."
+        raise DeliveryError(
+            f"The webhook {url} could not be reached: {type(exc).__name__}.", retryable=True
         ) from exc
     if r.status_code >= 400:
-        raise UpstreamError(f"The webhook {url} answered HTTP {r.status_code}.")
+        raise DeliveryError(
+            f"The webhook {url} answered HTTP {r.status_code}.",
+            http_retryable(r.status_code),
+            retry_after(r),
+        )
 
 
 async def send_email(settings: Settings, to: str, subject: str, text: str) -> None:
@@ -89,11 +138,35 @@ async def send_email(settings: Settings, to: str, subject: str, text: str) -> No
     msg["From"] = settings.smtp_from or (settings.smtp_username or "famulus@localhost")
     msg["To"] = to
     msg["Subject"] = one_line(subject) or "famulus"
+    stamp(msg)
     msg.set_content(text)
     try:
         await asyncio.to_thread(_smtp_send, settings, msg)
     except (OSError, smtplib.SMTPException) as exc:
-        raise UpstreamError(f"The mail server refused or failed: {exc}.") from exc
+        raise DeliveryError(
+            f"The mail server refused or failed: {exc}.", _smtp_retryable(exc)
+        ) from exc
+
+
+def _smtp_retryable(exc: Exception) -> bool:
+    """Connection trouble and 4xx replies are passing; a 5xx reply is final."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in exc.recipients.values()]
+        return bool(codes) and all(400 <= code < 500 for code in codes)
+    code = getattr(exc, "smtp_code", None)
+    if isinstance(code, int):
+        return 400 <= code < 500
+    return True  # refused connection, timeout, disconnect
+
+
+def stamp(msg: EmailMessage) -> None:
+    """Add ``Date`` and ``Message-ID``: common spam filters reject or score
+    down mail without them, and smtplib adds neither. The id's domain is the
+    sender's, so no DNS look-up of this host is needed."""
+    _, address = parseaddr(str(msg["From"] or ""))
+    domain = address.rpartition("@")[2] if "@" in address else ""
+    msg["Date"] = formatdate(localtime=True)
+    msg["Message-ID"] = make_msgid(domain=domain or "localhost")
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -112,6 +185,15 @@ def _smtp_send(settings: Settings, msg: EmailMessage) -> None:
         if settings.smtp_username and settings.smtp_password:
             smtp.login(settings.smtp_username, settings.smtp_password.get_secret_value())
         smtp.send_message(msg)
+
+
+def _telegram_retry_after(response: httpx.Response) -> float | None:
+    """Telegram's 429 says how long to wait in ``parameters.retry_after``."""
+    try:
+        value = response.json().get("parameters", {}).get("retry_after")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _json_field(response: httpx.Response, key: str) -> str | None:

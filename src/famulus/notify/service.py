@@ -40,6 +40,23 @@ class NotifierService:
             raise NotFound(f"No notifier named '{name}'. List them with GET /notifiers/configs.")
         return row
 
+    async def update(
+        self, name: str, type_: str | None, config: dict[str, Any] | None
+    ) -> NotifierRow:
+        """Change a notifier in place; its name, and so the automations that
+        use it, stay. Config fields are merged into the current config and the
+        result is validated like a new one. A new type takes a whole config of
+        that type (the old type's fields mean nothing to it)."""
+        row = await self.get(name)
+        if type_ is None or type_ == row.type:
+            clean = validate_config(row.type, {**row.config, **(config or {})})
+        else:
+            clean = validate_config(type_, config or {})
+        updated = await self.store.update(name, type_ or row.type, clean)
+        if updated is None:  # deleted meanwhile
+            raise NotFound(f"No notifier named '{name}'. List them with GET /notifiers/configs.")
+        return updated
+
     async def all(self) -> list[NotifierRow]:
         return await self.store.all()
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from famulus.store.db import Database
+from famulus.store.deliveries import insert_deliveries
 from famulus.timeutil import now_iso
 
 _JSON = {"trigger", "notifiers"}
@@ -156,15 +157,42 @@ class AutomationStore:
         return await self.db.write(op)
 
     async def finish_run(
-        self, run_row_id: int, status: str, result: str, run_id: str | None
-    ) -> None:
+        self,
+        run_row_id: int,
+        status: str,
+        result: str,
+        run_id: str | None,
+        deliver: tuple[int, list[str], str] | None = None,
+    ) -> list[int]:
+        """Record the run's end; with ``deliver`` (automation id, notifier
+        names, title) also queue its result for each notifier in the same
+        transaction. The ids of the queued deliveries."""
         now = now_iso()
-        await self.db.write(
-            lambda conn: conn.execute(
+
+        def op(conn: sqlite3.Connection) -> list[int]:
+            conn.execute(
                 "UPDATE automation_runs SET finished_at = ?, status = ?, result = ?, run_id = ? WHERE id = ?",
                 (now, status, result, run_id, run_row_id),
             )
-        )
+            if deliver is None:
+                return []
+            automation_id, names, title = deliver
+            return insert_deliveries(
+                conn, automation_id, run_row_id, names, title, result or "(no output)"
+            )
+
+        return await self.db.write(op)
+
+    async def run(self, run_row_id: int) -> AutomationRunRow | None:
+        def op(conn: sqlite3.Connection) -> AutomationRunRow | None:
+            r = conn.execute(
+                "SELECT id, started_at, finished_at, status, result FROM automation_runs"
+                " WHERE id = ?",
+                (run_row_id,),
+            ).fetchone()
+            return AutomationRunRow(r[0], r[1], r[2], r[3], r[4]) if r else None
+
+        return await self.db.read(op)
 
     async def interrupt_running(self) -> None:
         """Runs left 'running' by a crash are marked interrupted at start-up."""

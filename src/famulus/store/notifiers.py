@@ -52,6 +52,19 @@ class NotifierStore:
             lambda conn: [_row(r) for r in conn.execute("SELECT * FROM notifiers ORDER BY name")]
         )
 
+    async def update(self, name: str, type_: str, config: dict[str, Any]) -> NotifierRow | None:
+        """Replace type and config; None when there is no such notifier."""
+
+        def op(conn: sqlite3.Connection) -> NotifierRow | None:
+            conn.execute(
+                "UPDATE notifiers SET type = ?, config = ? WHERE name = ?",
+                (type_, json.dumps(config), name),
+            )
+            r = conn.execute("SELECT * FROM notifiers WHERE name = ?", (name,)).fetchone()
+            return _row(r) if r else None
+
+        return await self.db.write(op)
+
     async def delete(self, name: str) -> bool:
         return await self.db.write(
             lambda conn: conn.execute("DELETE FROM notifiers WHERE name = ?", (name,)).rowcount > 0
