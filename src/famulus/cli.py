@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import socket
 import sys
 
 import typer
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from famulus import __version__
 from famulus.auth import generate_key, write_key_file
 from famulus.settings import Settings
+from famulus.settings_errors import settings_errors
 
 app = typer.Typer(
     help="famulus: a self-hosted personal AI agent server.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-STARTUP_FAILURE = 3  # uvicorn's exit code when the server could not start
+BAD_SETTING = 2
 key_app = typer.Typer(help="Manage the API key.", no_args_is_help=True)
 app.add_typer(key_app, name="key")
 
@@ -36,6 +36,17 @@ def main(
     ),
 ) -> None:
     """famulus: chat, memory, skills and automations over HTTP."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and the command line; a bad one stops here
+    with one line naming it, its value and what is allowed (exit status 2)."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except (ValidationError, SettingsError) as exc:
+        for line in settings_errors(exc, overrides):
+            typer.echo(f"famulus: {line}", err=True)
+        raise typer.Exit(BAD_SETTING) from None
 
 
 def _ensure_key(settings: Settings) -> None:
@@ -56,53 +67,20 @@ def _ensure_key(settings: Settings) -> None:
 @app.command()
 def serve(
     host: str | None = typer.Option(None, help="Bind address (FAMULUS_HOST)."),
-    port: int | None = typer.Option(None, help="Port (FAMULUS_PORT)."),
+    # A string, so a bad port gets the same one-line settings error as FAMULUS_PORT.
+    port: str | None = typer.Option(None, help="Port, 0-65535; 0 takes a free one (FAMULUS_PORT)."),
 ) -> None:
     """Start the server."""
-    import uvicorn
+    from famulus.serve import run
 
-    from famulus.app import create_app
-
-    settings = Settings()
-    if host:
-        settings.host = host
-    if port:
-        settings.port = port
-    settings.ensure_home()
-    _ensure_key(settings)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    app_ = create_app(settings)
-    container = app_.state.container
-
-    class Server(uvicorn.Server):
-        """Drains the app the moment shutdown begins (live chat runs record what they
-        said so far), before uvicorn waits up to 3 s for open streams and the
-        lifespan stops the services."""
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            await container.drain()
-            await super().shutdown(sockets)
-
-    config = uvicorn.Config(
-        app_,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=3,
-    )
-    server = Server(config)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    if not server.started:
-        sys.exit(STARTUP_FAILURE)
+    overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    sys.exit(run(load_settings(**overrides), _ensure_key))
 
 
 @key_app.command("reset")
 def key_reset() -> None:
     """Issue a new API key; the old one stops working at once."""
-    settings = Settings()
+    settings = load_settings()
     settings.ensure_home()
     key = generate_key()
     write_key_file(settings.key_file, key)

@@ -7,10 +7,13 @@ tests can point each one at a small local server speaking its protocol.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _default_home() -> Path:
@@ -20,12 +23,18 @@ def _default_home() -> Path:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FAMULUS_", extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = 6877
+    host: str = Field(default="127.0.0.1", min_length=1)
+    # 0 asks the OS for a free port; the one it gives is logged at start.
+    port: int = Field(default=6877, ge=0, le=65535)
     home: Path = Field(default_factory=_default_home)
     api_key: SecretStr | None = None
     timezone: str | None = None
     log_level: str = "info"
+    log_format: Literal["text", "json"] = "text"
+    # Addresses (IPs or CIDRs, comma-separated, or "*") of reverse proxies whose
+    # X-Forwarded-For / X-Forwarded-Proto are believed. Unset: none are, so a
+    # client cannot pick the address the auth throttle counts it under.
+    trusted_proxies: str | None = None
 
     # Authentication throttling: failures per client address within the window.
     auth_max_failures: int = 10
@@ -93,9 +102,32 @@ class Settings(BaseSettings):
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        """An unknown zone would silently fall back to the machine's clock."""
+        if value is None or value == "":
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("must be an IANA time zone name such as Europe/Berlin") from None
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.lower() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.lower()
+
     @property
     def db_path(self) -> Path:
         return self.home / "famulus.db"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.home / "famulus.lock"
 
     @property
     def key_file(self) -> Path:

@@ -186,3 +186,40 @@ async def test_huge_id_inside_a_body_is_a_clean_error(client: httpx.AsyncClient)
         json={"kind": "name", "summary": "x", "source_fact_ids": [2**70]},
     )
     assert r.status_code in (404, 422) and "detail" in r.json()
+
+
+def test_slow_key_checks_do_not_hold_up_other_requests(tmp_path: Path) -> None:
+    """scrypt runs off the event loop: a burst of wrong keys sent to /health (the
+    check is made slow here, as scrypt is on a busy machine) leaves an unrelated
+    request fast."""
+    import threading
+    import time
+
+    from tests.support.live import serve_in_thread
+
+    settings = Settings(home=tmp_path / "home", auth_max_failures=1000)
+    write_key_file(settings.key_file, generate_key())
+    app = create_app(settings)
+    verifier = app.state.container.verifier
+    real_verify = verifier.verify
+
+    def slow_verify(token: str) -> bool:
+        time.sleep(0.5)
+        return bool(real_verify(token))
+
+    verifier.verify = slow_verify
+    with serve_in_thread(app) as base:
+        wrong = {"Authorization": "Bearer wrong"}
+        attackers = [
+            threading.Thread(target=httpx.get, args=(f"{base}/health",), kwargs={"headers": wrong})
+            for _ in range(4)
+        ]
+        for t in attackers:
+            t.start()
+        time.sleep(0.1)  # the slow checks are under way
+        t0 = time.monotonic()
+        assert httpx.get(f"{base}/health").status_code == 200
+        elapsed = time.monotonic() - t0
+        for t in attackers:
+            t.join()
+    assert elapsed < 0.3, elapsed

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import PlainName, RequestBody, RowId
-from famulus.automations.service import AutomationService
+from famulus.automations.service import FEED_CLOSED, AutomationService
 from famulus.container import Container
 from famulus.store.automations import AutomationRow
 from famulus.store.deliveries import DeliveryRow
@@ -153,6 +153,8 @@ async def events(c: Container = Depends(container)) -> StreamingResponse:
                 except TimeoutError:
                     yield ": ping\n\n"
                     continue
+                if event is FEED_CLOSED:
+                    return
                 yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
         finally:
             svc.listeners.discard(queue)

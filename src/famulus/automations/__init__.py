@@ -23,6 +23,7 @@ def install(app: FastAPI, container: Container) -> None:
         deliveries.listeners.append(service.delivery_changed)
     container.on_start(service.start)
     container.on_stop(service.stop)
+    container.on_drain(service.close_listeners)
     # Calendar-triggered automations: started after the service, stopped first.
     from famulus.automations.calendar_watch import CalendarWatcher
     from famulus.store.calendar_fired import CalendarFiredStore

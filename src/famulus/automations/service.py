@@ -26,6 +26,8 @@ from famulus.store.deliveries import DELIVERED, DeliveryRow
 from famulus.timeutil import iso, now_iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
+# Put on a listener's queue to end its stream (compared by identity).
+FEED_CLOSED: dict[str, Any] = {"type": "closed"}
 TICK_S = 5.0
 # How long deleting an automation waits for its run to wind down.
 CANCEL_WAIT_S = 10.0
@@ -304,6 +306,12 @@ class AutomationService:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- events --------------------------------------------------------------
+
+    async def close_listeners(self) -> None:
+        """End every /automations/events stream at once when the server begins to
+        stop, so shutdown never waits on a feed that would stay open forever."""
+        for q in list(self.listeners):
+            q.put_nowait(FEED_CLOSED)
 
     def _broadcast(self, event: dict[str, Any]) -> None:
         for q in list(self.listeners):
