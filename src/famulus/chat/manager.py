@@ -17,7 +17,7 @@ import base64
 import binascii
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from famulus.agent.factory import AgentInputs, Prepared, prepare
@@ -28,6 +28,7 @@ from famulus.chat.run import SHUTDOWN_MESSAGE, Run
 from famulus.chat.skills import parse_invocation, skill_prompt
 from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
 from famulus.llm.types import ResolvedModel, Role
+from famulus.store.pending import PendingStore
 from famulus.store.runs import RunStore
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class RunManager:
         self.events = container.events
         self.history = container.sessions.store
         self.runs = RunStore(container.db)
+        self.pending = PendingStore(container.db)
         self.active: dict[str, Run] = {}  # run_id -> live run
         self.foreground: dict[str, Run] = {}  # session_id -> its foreground run
         self.context: ContextService | None = None
@@ -137,14 +139,25 @@ class RunManager:
         queued = QueuedMessage(prompt_text, inp.images, inp.client_id)
         current = self.foreground.get(session.session_id)
         if current is not None and current.accepting:
-            current.enqueue(queued)
-            return Submitted(current.id, session.session_id, True)
+            return await self._queue(current, queued, inp)
         run_id = new_run_id()
         await self.history.add_message(
             session.session_id, "user", inp.message, run_id=run_id, images=inp.images
         )
         run = await self._start(run_id, session.session_id, session.name, resolved, queued, inp)
         return Submitted(run.id, session.session_id, False)
+
+    async def _queue(self, current: Run, queued: QueuedMessage, inp: ChatInput) -> Submitted:
+        """Persist the message before it is acknowledged (a kill -9 keeps it; start-up
+        moves it into history), then hand it to the run."""
+        pending_id = await self.pending.add(
+            current.session_id, current.id, queued.text, inp.images, inp.client_id
+        )
+        if not current.accepting:  # the run ended while the row was written
+            await self.pending.drop(pending_id)
+            return await self.submit(inp)
+        current.enqueue(replace(queued, pending_id=pending_id))
+        return Submitted(current.id, current.session_id, True)
 
     async def _start(
         self,
@@ -288,22 +301,14 @@ class RunManager:
         leftovers = run.undelivered()
         if leftovers:  # arrived after the last turn boundary: answer them in a new run
             self.run_done(run)
-            first = leftovers[0]
-            await self.submit(
-                ChatInput(
-                    first.text, run.session_id, first.images, run.skip_approvals, first.client_id
-                )
-            )
-            for extra in leftovers[1:]:
+            for left in leftovers:
                 await self.submit(
                     ChatInput(
-                        extra.text,
-                        run.session_id,
-                        extra.images,
-                        run.skip_approvals,
-                        extra.client_id,
+                        left.text, run.session_id, left.images, run.skip_approvals, left.client_id
                     )
                 )
+                if left.pending_id is not None:  # now in history through the new run
+                    await self.pending.drop(left.pending_id)
 
     async def learning_event(self, kind: str, summary: str, run: Run, data: dict[str, Any]) -> None:
         memory = self.c.extras.get("memory")
@@ -321,6 +326,8 @@ class RunManager:
             await self._stop_task(run)
 
     async def recover(self) -> None:
+        """Start-up after a crash: runs left 'running' are interrupted, and messages
+        accepted for them but never taken in go into history as unanswered."""
         for row in await self.runs.interrupt_running(SHUTDOWN_MESSAGE):
             await self.events.publish(
                 row.session_id,
@@ -329,6 +336,7 @@ class RunManager:
                 message=SHUTDOWN_MESSAGE,
                 recoverable=False,
             )
+        await self.pending.recover({"unanswered": True})
 
     async def stop(self) -> None:
         """Server shutdown: stop every live run so each records what was said (partial

@@ -14,6 +14,8 @@ class QueuedMessage:
     text: str
     images: list[dict[str, str]] | None
     client_id: str | None
+    # Its row in pending_messages (store/pending.py) until it reaches history.
+    pending_id: int | None = None
 
     def content(self) -> str | list[UserContent]:
         return user_content(self.text, self.images)

@@ -142,9 +142,7 @@ class Run:
         queued = self._queued.pop(enqueue_id, None)
         if queued is None:
             return
-        await self.manager.history.add_message(
-            self.session_id, "user", queued.text, run_id=self.id, images=queued.images
-        )
+        await self._to_history(queued, None)
         await self.emit("message_ingested", client_id=queued.client_id)
 
     async def decide(
@@ -258,15 +256,21 @@ class Run:
                 self.session_id, "assistant", partial, run_id=self.id, meta={"interrupted": True}
             )
         for message in self.undelivered():
+            await self._to_history(message, {"unanswered": True})
+        return partial
+
+    async def _to_history(self, message: QueuedMessage, meta: dict[str, Any] | None) -> None:
+        if message.pending_id is not None:
+            await self.manager.pending.to_history(message.pending_id, meta)
+        else:
             await self.manager.history.add_message(
                 self.session_id,
                 "user",
                 message.text,
                 run_id=self.id,
                 images=message.images,
-                meta={"unanswered": True},
+                meta=meta,
             )
-        return partial
 
     async def _background_ended(self, status: str, partial: str) -> None:
         """A backgrounded run's end, with what it said so far delivered like a result."""

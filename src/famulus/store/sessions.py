@@ -86,6 +86,44 @@ def _message(row: sqlite3.Row) -> MessageRow:
     )
 
 
+def insert_message(
+    conn: sqlite3.Connection,
+    session_id: str,
+    role: str,
+    content: str,
+    *,
+    run_id: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    images: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> MessageRow:
+    """One history row, inside the caller's transaction (also used by the store of
+    queued messages, which moves a message into history atomically)."""
+    now = now_iso()
+    cur = conn.execute(
+        "INSERT INTO messages (session_id, run_id, role, content, tool_calls,"
+        " tool_call_id, tool_name, images, meta, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            run_id,
+            role,
+            content,
+            json.dumps(tool_calls) if tool_calls else None,
+            tool_call_id,
+            tool_name,
+            json.dumps(images) if images else None,
+            json.dumps(meta) if meta else None,
+            now,
+        ),
+    )
+    conn.execute("UPDATE sessions SET last_activity = ? WHERE id = ?", (now, session_id))
+    row = conn.execute("SELECT * FROM messages WHERE id = ?", (cur.lastrowid,)).fetchone()
+    return _message(row)
+
+
 class SessionStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -198,29 +236,19 @@ class SessionStore:
         images: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> MessageRow:
-        now = now_iso()
-
         def op(conn: sqlite3.Connection) -> MessageRow:
-            cur = conn.execute(
-                "INSERT INTO messages (session_id, run_id, role, content, tool_calls,"
-                " tool_call_id, tool_name, images, meta, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    run_id,
-                    role,
-                    content,
-                    json.dumps(tool_calls) if tool_calls else None,
-                    tool_call_id,
-                    tool_name,
-                    json.dumps(images) if images else None,
-                    json.dumps(meta) if meta else None,
-                    now,
-                ),
+            return insert_message(
+                conn,
+                session_id,
+                role,
+                content,
+                run_id=run_id,
+                tool_calls=tool_calls,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                images=images,
+                meta=meta,
             )
-            conn.execute("UPDATE sessions SET last_activity = ? WHERE id = ?", (now, session_id))
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (cur.lastrowid,)).fetchone()
-            return _message(row)
 
         return await self.db.write(op)
 

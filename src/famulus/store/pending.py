@@ -1,0 +1,102 @@
+"""SQL for queued chat messages: accepted (202) but not yet in history.
+
+The row exists from just before the 202 until the message reaches history; the
+move is one transaction, so a message is always in exactly one of the two.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from famulus.store.db import Database
+from famulus.store.sessions import MessageRow, insert_message
+from famulus.timeutil import now_iso
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    id: int
+    session_id: str
+    run_id: str
+    content: str
+    images: list[dict[str, Any]] | None
+    client_id: str | None
+
+
+def _pending(row: sqlite3.Row) -> PendingRow:
+    return PendingRow(
+        id=row["id"],
+        session_id=row["session_id"],
+        run_id=row["run_id"],
+        content=row["content"],
+        images=json.loads(row["images"]) if row["images"] else None,
+        client_id=row["client_id"],
+    )
+
+
+def _move(
+    conn: sqlite3.Connection, pending_id: int, meta: dict[str, Any] | None
+) -> MessageRow | None:
+    row = conn.execute("SELECT * FROM pending_messages WHERE id = ?", (pending_id,)).fetchone()
+    if row is None:
+        return None
+    conn.execute("DELETE FROM pending_messages WHERE id = ?", (pending_id,))
+    p = _pending(row)
+    return insert_message(
+        conn, p.session_id, "user", p.content, run_id=p.run_id, images=p.images, meta=meta
+    )
+
+
+class PendingStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(
+        self,
+        session_id: str,
+        run_id: str,
+        content: str,
+        images: list[dict[str, Any]] | None,
+        client_id: str | None,
+    ) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "INSERT INTO pending_messages (session_id, run_id, content, images, client_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    run_id,
+                    content,
+                    json.dumps(images) if images else None,
+                    client_id,
+                    now_iso(),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+        return await self.db.write(op)
+
+    async def to_history(
+        self, pending_id: int, meta: dict[str, Any] | None = None
+    ) -> MessageRow | None:
+        """Move one queued message into history (None if it already left)."""
+        return await self.db.write(lambda conn: _move(conn, pending_id, meta))
+
+    async def drop(self, pending_id: int) -> None:
+        await self.db.write(
+            lambda conn: conn.execute("DELETE FROM pending_messages WHERE id = ?", (pending_id,))
+        )
+
+    async def recover(self, meta: dict[str, Any]) -> list[MessageRow]:
+        """Start-up: every message a dead process accepted but never took in goes
+        into history, in the order it was sent."""
+
+        def op(conn: sqlite3.Connection) -> list[MessageRow]:
+            ids = [r["id"] for r in conn.execute("SELECT id FROM pending_messages ORDER BY id")]
+            moved = [_move(conn, i, meta) for i in ids]
+            return [m for m in moved if m is not None]
+
+        return await self.db.write(op)
