@@ -92,7 +92,7 @@ async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -
 
 async def test_remember_and_recall_tools(app: Any) -> None:
     memory = app.state.container.extras["memory"]
-    reading, writing = memory.toolsets()
+    reading, writing = await memory.toolsets()
     assert reading.id == "read-only:memory" and set(reading.tools) == {"recall"}
     assert set(writing.tools) == {"remember", "forget"}
     toolset = writing
@@ -105,7 +105,7 @@ async def test_remember_and_recall_tools(app: Any) -> None:
 
 async def test_remember_keeps_provenance(app: Any, client: httpx.AsyncClient) -> None:
     memory = app.state.container.extras["memory"]
-    _, writing = memory.toolsets()
+    _, writing = await memory.toolsets()
     remember = writing.tools["remember"].function
     await remember("Dentist every March at Dr. Okafor", "event", "calendar", "uid-42")
     await remember("Works at the harbour office", "fact", "manual")  # not claimable: chat

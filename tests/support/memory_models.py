@@ -63,6 +63,11 @@ def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str,
             state["requests"] += 1
             state["auth"] = self.headers.get("Authorization")
             time.sleep(delay)
+            if state.get("fail_after") is not None and state["requests"] > state["fail_after"]:
+                self.send_response(500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             data = [
                 {"index": i, "embedding": fake_vector(t, dim), "object": "embedding"}
                 for i, t in enumerate(body["input"])

@@ -100,7 +100,7 @@ async def prepare(
     area_toolsets: list[AbstractToolset[Any]] = []
     if inputs.memory is not None:
         memory_text = await _memory_context(inputs.memory, session.session_id, query)
-        area_toolsets.extend(inputs.memory.toolsets())
+        area_toolsets.extend(await inputs.memory.toolsets())
     area_toolsets.extend(inputs.extra_toolsets)
     toolsets: list[AbstractToolset[AgentDeps]] = [
         time_toolset(),

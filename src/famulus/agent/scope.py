@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 class RunScope:
     origin: str = "chat"  # "chat" or "automation"
     read_only: bool = False  # an automation that may not modify data
+    automation_id: int | None = None  # the automation this run works for
     sources: list[str] = field(default_factory=list)  # used, not yet recorded
 
     def take_sources(self) -> list[str]:

@@ -26,7 +26,9 @@ class Outcome:
     run_id: str | None
 
 
-async def execute(c: Container, session_id: str, task: str, writable: bool) -> Outcome:
+async def execute(
+    c: Container, session_id: str, task: str, writable: bool, automation_id: int | None = None
+) -> Outcome:
     chat = c.extras.get("chat")
     if chat is None:
         return Outcome("error", "Chat is not available in this server.", None)
@@ -41,6 +43,7 @@ async def execute(c: Container, session_id: str, task: str, writable: bool) -> O
                 skip_approvals=writable,
                 origin="automation",
                 read_only=not writable,
+                automation_id=automation_id,
             )
         )
         return await asyncio.wait_for(_follow(chat, sub.queue, submitted.run_id), TIMEOUT_S)

@@ -166,7 +166,7 @@ class AutomationService:
         recorded, status, result = False, "cancelled", "Cancelled."
         try:
             session_id = await self._session(row)
-            outcome = await runner.execute(self.c, session_id, task, row.writable)
+            outcome = await runner.execute(self.c, session_id, task, row.writable, row.id)
             title = row.name + ("" if outcome.status == "ok" else f" ({outcome.status})")
             current = await self.store.get(row.id)  # notifiers may have changed meanwhile
             names = current.notifiers if current is not None else row.notifiers
@@ -255,7 +255,7 @@ class AutomationService:
 
     async def _learn(self, row: AutomationRow, session_id: str, status: str, result: str) -> None:
         memory = self.c.extras.get("memory")
-        if memory is None:
+        if memory is None or not row.writable:  # read-only: memory is not to change
             return
         try:
             await memory.record_learning_event(

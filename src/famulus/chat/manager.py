@@ -58,6 +58,7 @@ class ChatInput:
     # may modify data (a read-only automation may not, approvals or not).
     origin: str = "chat"
     read_only: bool = False
+    automation_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,9 @@ class RunManager:
             prompt=first.content(),
             skip_approvals=inp.skip_approvals,
             command=inp.message,
-            run_scope=RunScope(origin=inp.origin, read_only=inp.read_only),
+            run_scope=RunScope(
+                origin=inp.origin, read_only=inp.read_only, automation_id=inp.automation_id
+            ),
         )
         await self.runs.create(
             run.id, session_id, model_id=resolved.model_id, skip_approvals=inp.skip_approvals
@@ -295,7 +298,12 @@ class RunManager:
         memory = self.c.extras.get("memory")
         if memory is not None:
             try:
-                await memory.on_run_finished(run.session_id, run.id)
+                await memory.on_run_finished(
+                    run.session_id,
+                    run.id,
+                    read_only=run.scope.read_only,
+                    automation_id=run.scope.automation_id,
+                )
             except Exception:
                 log.exception("memory.on_run_finished failed")
         leftovers = run.undelivered()
@@ -311,8 +319,10 @@ class RunManager:
                     await self.pending.drop(left.pending_id)
 
     async def learning_event(self, kind: str, summary: str, run: Run, data: dict[str, Any]) -> None:
+        """Feedback for continual learning; a read-only automation's run gives none
+        (it may change nothing, memory included)."""
         memory = self.c.extras.get("memory")
-        if memory is None:
+        if memory is None or run.scope.read_only:
             return
         try:
             await memory.record_learning_event(

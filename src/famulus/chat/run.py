@@ -214,7 +214,8 @@ class Run:
             session_name=self.session_name,
             skip_approvals=self.skip_approvals,
         )
-        prepared = await self.manager.prepare(self)
+        with scope.running(self.scope):  # recall knows whether the run may write
+            prepared = await self.manager.prepare(self)
         self.deps = AgentDeps(
             sink=self,
             session_id=self.session_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from famulus.agent import scope
 from famulus.memory.service import MemoryService, Recalled
 
 PROFILE_HEADER = "## What you know about the person (profile)"
@@ -76,6 +77,8 @@ async def prompt_context(memory: MemoryService, session_id: str, query: str) -> 
     if not await memory.enabled() or memory.space is None:
         return ""
     assembled, _ = await build(memory, query)
+    if scope.read_only():  # reading is allowed; recording the access is a write
+        return assembled.formatted
     events = [(o, i, "retrieved", s) for o, i, s in assembled.retrieved]
     events += [(o, i, "injected", s) for o, i, s in assembled.injected]
     events += [(o, i, "omitted", s) for o, i, s in assembled.omitted]

@@ -38,11 +38,23 @@ class MemoryFacade:
     async def prompt_context(self, session_id: str, query: str) -> str:
         return await context.prompt_context(self.service, session_id, query)
 
-    def toolsets(self) -> list[AbstractToolset[Any]]:
+    async def toolsets(self) -> list[AbstractToolset[Any]]:
+        """None while memory is switched off (``memory_enabled: false``)."""
+        if not await self.service.enabled():
+            return []
         return list(memory_toolsets(self.service))
 
-    async def on_run_finished(self, session_id: str, run_id: str) -> None:
-        await self.jobs.on_run_finished(session_id, run_id)
+    async def on_run_finished(
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        read_only: bool = False,
+        automation_id: int | None = None,
+    ) -> None:
+        await self.jobs.on_run_finished(
+            session_id, run_id, read_only=read_only, automation_id=automation_id
+        )
 
     async def record_learning_event(
         self,
@@ -79,6 +91,7 @@ def install(app: FastAPI, container: Container) -> None:
         await reindex.stop_reindex(service)
 
     container.on_start(service.start)
+    container.on_start(jobs.resume)
     container.on_stop(stop)
     for module in (memory_facts, memory_profile, memory_learning, memory_admin, embedding):
         app.include_router(module.router, dependencies=[Depends(require_key)])

@@ -30,18 +30,45 @@ class MemoryJobs:
         self.quiet_s = quiet_s
         self.after_messages = after_messages
         self._timers: dict[str, asyncio.Task[None]] = {}
+        self._automations: dict[str, int] = {}  # session -> the writable automation in it
         self._lock = asyncio.Lock()
 
     # -- scheduling ---------------------------------------------------------
 
-    async def on_run_finished(self, session_id: str, run_id: str) -> None:
+    async def on_run_finished(
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        read_only: bool = False,
+        automation_id: int | None = None,
+    ) -> None:
+        """Arm extraction for the session. A read-only automation's run is never
+        read: what it saw (web pages, mail) is untrusted, and it may change
+        nothing, so its messages are marked as read without extraction."""
+        if read_only:
+            last = await self.memory.extra.last_message_id(session_id)
+            await self.memory.extra.set_extraction_mark(session_id, last)
+            return
         if not await self.memory.enabled():
             return
-        pending = await self._new_messages(session_id)
+        if automation_id is not None:
+            self._automations[session_id] = automation_id
+        self._arm(session_id, len(await self._new_messages(session_id)))
+
+    async def resume(self) -> None:
+        """Start-up: sessions whose quiet timer was waiting when the server stopped
+        (messages past their extraction mark) are armed again."""
+        if not await self.memory.enabled():
+            return
+        for session_id in await self.memory.extra.sessions_past_mark():
+            self._arm(session_id, len(await self._new_messages(session_id)))
+
+    def _arm(self, session_id: str, pending: int) -> None:
         timer = self._timers.pop(session_id, None)
         if timer is not None:
             timer.cancel()
-        delay = 0.0 if len(pending) >= self.after_messages else self.quiet_s
+        delay = 0.0 if pending >= self.after_messages else self.quiet_s
         self._timers[session_id] = asyncio.create_task(self._later(session_id, delay))
 
     async def _later(self, session_id: str, delay: float) -> None:
@@ -81,15 +108,35 @@ class MemoryJobs:
             result: prompts.Extraction = await prompts.run_job(
                 self.memory.llm_getter(), prompts.EXTRACT, prompts.Extraction, prompt
             )
-            provenance = {"session_id": session_id, "message_ids": [m.id for m in messages]}
-            summary = await self._apply_extraction(result, session_id, provenance)
+            provenance: dict[str, Any] = {
+                "session_id": session_id,
+                "message_ids": [m.id for m in messages],
+            }
+            source = await self._source(session_id, provenance)
+            summary = await self._apply_extraction(result, session_id, provenance, source)
             await self.memory.extra.set_extraction_mark(session_id, messages[-1].id)
         if summary["created"]:
             await self.maintain()
         return summary
 
+    async def _source(self, session_id: str, provenance: dict[str, Any]) -> str:
+        """``automation`` (naming it in the provenance) for a writable automation's
+        session, else ``chat``."""
+        session = await self.sessions.store.get(session_id)
+        if session is None or session.origin != "automation":
+            return "chat"
+        automation_id = self._automations.get(session_id)
+        provenance["origin"] = "automation"
+        if automation_id is not None:
+            provenance["automation_id"] = automation_id
+        return "automation"
+
     async def _apply_extraction(
-        self, result: prompts.Extraction, session_id: str, provenance: dict[str, Any]
+        self,
+        result: prompts.Extraction,
+        session_id: str,
+        provenance: dict[str, Any],
+        source: str = "chat",
     ) -> dict[str, Any]:
         summary: dict[str, list[int]] = {"created": [], "merged": [], "superseded": []}
         for item in result.facts:
@@ -104,7 +151,7 @@ class MemoryJobs:
             row = await self.memory.add_fact(
                 item.text,
                 kind,
-                "chat",
+                source,
                 session_id,
                 salience=item.salience,
                 provenance={**provenance, "extracted_by": "memory_model"},
