@@ -170,13 +170,103 @@ async def test_fetch_page_redirect_to_local_is_refused(
 ) -> None:
     """Only the first hop is allowed to be local here; the redirect target is checked too."""
     checked: list[str] = []
-    original = web._check_target
+    original = web._pin
 
-    async def first_hop_only(url: str, allow_private: bool) -> None:
+    async def first_hop_only(url: str, allow_private: bool) -> object:
         checked.append(url)
-        await original(url, allow_private=len(checked) == 1)
+        return await original(url, allow_private=len(checked) == 1)
 
-    monkeypatch.setattr(web, "_check_target", first_hop_only)
+    monkeypatch.setattr(web, "_pin", first_hop_only)
     with pytest.raises(WebError, match="local or private address"):
         await fetch_page(f"{fake.url}/pages/moved")
     assert checked == [f"{fake.url}/pages/moved", f"{fake.url}/pages/article"]
+
+
+def _rebinding_resolver(monkeypatch: pytest.MonkeyPatch, name: str, port: int) -> list[str]:
+    """DNS for ``name`` that answers a public address first and loopback after."""
+    import socket
+
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def resolve(host: object, *args: object, **kwargs: object) -> object:
+        text = host.decode() if isinstance(host, bytes) else host  # anyio asks in bytes
+        if text != name:
+            return real(host, *args, **kwargs)  # type: ignore[arg-type]
+        asked.append(text)
+        ip = "93.184.216.34" if len(asked) == 1 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    return asked
+
+
+async def test_dns_rebinding_cannot_reach_a_local_server(
+    fake: WebState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The address checked is the address connected to: a second, private answer
+    from DNS is never used (the public one is not reachable from the tests, so
+    the fetch fails; before, it read the local server's page)."""
+    port = int(fake.url.rsplit(":", 1)[1])
+    asked = _rebinding_resolver(monkeypatch, "rebind.test", port)
+    before = len(fake.requests)
+    with pytest.raises(WebError, match="could not reach"):
+        await fetch_page(f"http://rebind.test:{port}/pages/article")
+    assert len(fake.requests) == before and asked == ["rebind.test"]
+
+
+async def test_redirect_to_a_rebinding_name_is_refused(
+    fake: WebState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each hop is resolved and checked: a redirect to a name whose (only) answer
+    is private is refused before any connection."""
+    monkeypatch.setattr(web, "_resolve", _private_for("inside.test", web._resolve))
+    with pytest.raises(WebError, match="local or private address"):
+        await web.fetch_page("http://inside.test/admin")
+
+
+def _private_for(name: str, real: object) -> object:
+    import ipaddress
+
+    async def resolve(host: str, port: int) -> list[object]:
+        if host == name:
+            return [ipaddress.ip_address("10.1.2.3")]
+        return await real(host, port)  # type: ignore[operator, no-any-return]
+
+    return resolve
+
+
+async def test_the_pinned_request_keeps_the_name_for_host_and_tls() -> None:
+    hop = await web._pin("https://93.184.216.34:8443/a?b=1", allow_private=False)
+    assert str(hop.url) == "https://93.184.216.34:8443/a?b=1"
+    hop = await web._pin("http://[2606:4700::1]/x", allow_private=False)
+    assert hop.headers == {"Host": "[2606:4700::1]"}
+
+
+@pytest.mark.parametrize(
+    ("address", "refused"),
+    [
+        ("93.184.216.34", False),
+        ("127.0.0.1", True),
+        ("10.0.0.1", True),
+        ("169.254.169.254", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),  # IPv4-mapped
+        ("::ffff:93.184.216.34", False),  # mapped public: the public IPv4
+        ("::127.0.0.1", True),  # the old IPv4-compatible form
+        ("64:ff9b::7f00:1", True),  # NAT64 of 127.0.0.1
+        ("64:ff9b::a00:1", True),  # NAT64 of 10.0.0.1
+        ("64:ff9b::5db8:d822", False),  # NAT64 of a public address
+        ("64:ff9b:1::1", True),  # local-use NAT64
+        ("2002:7f00:1::", True),  # 6to4 of 127.0.0.1
+        ("2002:c0a8:101::1", True),  # 6to4 of 192.168.1.1
+        ("2002:5db8:d822::1", False),  # 6to4 of a public address
+        ("2606:4700::1111", False),
+        ("fe80::1", True),
+        ("fc00::1", True),
+    ],
+)
+def test_private_address_forms(address: str, refused: bool) -> None:
+    import ipaddress
+
+    assert web.address_refused(ipaddress.ip_address(address)) is refused

@@ -14,8 +14,11 @@ can hand it back as its result instead of crashing the run.
 
 ``fetch_page`` reads one http(s) page (size and time capped) and turns HTML into
 plain text. It refuses addresses on the machine's own networks (loopback,
-private, link-local ...) — also after each redirect — so a page the agent reads
-cannot steer it into the local API or the LAN.
+private, link-local, and their NAT64/6to4/mapped IPv6 forms) — also after each
+redirect — so a page the agent reads cannot steer it into the local API or the
+LAN. Each hop is resolved once and connected to at the address that was
+checked, so DNS cannot answer "public" to the check and "private" to the
+connection (rebinding).
 """
 
 from __future__ import annotations
@@ -320,29 +323,82 @@ def html_to_text(html: str) -> tuple[str, str]:
     return _squash("".join(parser.title_parts)), text
 
 
-def _address_refused(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    return not ip.is_global or ip.is_multicast
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # well-known prefix: IPv4 in the low 32 bits
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # local-use translation: never public
+_V4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d form
 
 
-async def _check_target(url: str, allow_private: bool) -> None:
+def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for (mapped, 6to4, Teredo, NAT64, the
+    old compatible form), if any: a private IPv4 reached that way is still private."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip in _NAT64 or ip in _V4_COMPATIBLE:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def address_refused(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True for anything but a public unicast address."""
+    if not ip.is_global or ip.is_multicast:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _NAT64_LOCAL:
+            return True
+        embedded = _embedded_v4(ip)
+        return embedded is not None and address_refused(embedded)
+    return False
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """One hop's request, aimed at the very address that was checked: the URL's
+    host is replaced by the IP, while ``Host`` and TLS SNI (and so certificate
+    verification) keep the name. A second DNS answer can never be used."""
+
+    url: httpx.URL
+    headers: dict[str, str]
+    extensions: dict[str, Any]
+
+
+async def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        raise WebError(f"the host {host!r} could not be resolved.") from None
+    # An IPv6 answer may carry a zone (fe80::1%eth0); the address is what counts.
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+
+
+async def _pin(url: str, allow_private: bool) -> _Pinned:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebError(f"only http(s) URLs can be fetched, not {url[:200]!r}.")
-    if allow_private:
-        return
-    host = parts.hostname
     try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, parts.port or 0, type=socket.SOCK_STREAM
-            )
-        except OSError:
-            raise WebError(f"the host {host!r} could not be resolved.") from None
-        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
-    if any(_address_refused(ip) for ip in addresses):
+        target = httpx.URL(url)
+        port = target.port or (443 if target.scheme == "https" else 80)
+    except (httpx.InvalidURL, ValueError):
+        raise WebError(f"{url[:200]!r} is not a valid URL.") from None
+    host = target.host
+    addresses = await _resolve(host, port)
+    if not addresses:
+        raise WebError(f"the host {host!r} could not be resolved.")
+    if not allow_private and any(address_refused(ip) for ip in addresses):
         raise WebError(f"{host!r} is a local or private address; it is not fetched.")
+    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+    return _Pinned(
+        url=target.copy_with(host=str(addresses[0])),
+        headers={"Host": target.netloc.decode("ascii")},
+        extensions=extensions,
+    )
 
 
 async def fetch_page(
@@ -353,15 +409,22 @@ async def fetch_page(
     max_chars: int = FETCH_MAX_CHARS,
     allow_private: bool = False,
 ) -> str:
-    """A page as readable text, headed by its final URL and title."""
+    """A page as readable text, headed by its final URL and title.
+
+    Every hop (the first URL and each redirect) is resolved once, checked, and
+    connected to at the address checked (see ``_Pinned``)."""
     current = url.strip()
     try:
         async with httpx.AsyncClient(
             timeout=timeout, headers={"User-Agent": USER_AGENT}, follow_redirects=False
         ) as http:
             for _ in range(MAX_REDIRECTS + 1):
-                await _check_target(current, allow_private)
-                async with http.stream("GET", current) as response:
+                hop = await _pin(current, allow_private)
+                request = http.build_request(
+                    "GET", hop.url, headers=hop.headers, extensions=hop.extensions
+                )
+                response = await http.send(request, stream=True)
+                try:
                     if response.is_redirect and "location" in response.headers:
                         current = urljoin(current, response.headers["location"])
                         continue
@@ -372,6 +435,8 @@ async def fetch_page(
                         )
                     body, cut = await _read_capped(response, max_bytes)
                     return _page_text(current, response, body, cut, max_chars)
+                finally:
+                    await response.aclose()
     except httpx.HTTPError as exc:
         raise _http_failure("the page", exc, timeout) from None
     raise WebError(f"more than {MAX_REDIRECTS} redirects.")
