@@ -242,3 +242,32 @@ async def test_resolved_models_talk_to_the_configured_base_url(
     result = await Agent(resolved.model).run("hi")
     assert result.output == "Hello from the fake model."
     assert state.find(path), [r.path for r in state.requests]
+
+
+async def test_a_corrupt_secrets_file_is_set_aside_at_start_up(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.conftest import API_KEY
+
+    from famulus.app import create_app
+
+    settings.ensure_home()
+    garbage = '{"provider:openai": "sk-precious-key-0000", truncated'
+    settings.secrets_file.write_text(garbage)
+    caplog.set_level(logging.WARNING)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        aside = list(settings.home.glob("secrets.json.corrupt-*"))
+        assert len(aside) == 1 and aside[0].read_text() == garbage
+        assert stat.S_IMODE(aside[0].stat().st_mode) == 0o600
+        assert aside[0].name in caplog.text and "sk-precious" not in caplog.text
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://famulus.test",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+        ) as client:
+            r = await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+            assert r.status_code == 200, r.text
+    assert json.loads(settings.secrets_file.read_text()) == {"provider:openai": OPENAI_KEY}
+    assert aside[0].read_text() == garbage  # the next secret did not overwrite it

@@ -22,6 +22,7 @@ from famulus.store.llm import CustomModelStore
 def install(app: FastAPI, container: Container) -> None:
     install_log_redaction()
     secrets = SecretsStore(container.settings.secrets_file)
+    secrets.check()  # a corrupt secrets file is set aside and reported at start-up
     llm = LLMService(container.settings, container.kv, secrets, CustomModelStore(container.db))
     container.extras["secrets"] = secrets
     container.extras["llm"] = llm
