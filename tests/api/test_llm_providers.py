@@ -271,3 +271,42 @@ async def test_a_corrupt_secrets_file_is_set_aside_at_start_up(
             assert r.status_code == 200, r.text
     assert json.loads(settings.secrets_file.read_text()) == {"provider:openai": OPENAI_KEY}
     assert aside[0].read_text() == garbage  # the next secret did not overwrite it
+
+
+@pytest.mark.parametrize("status", [500, 429])
+@pytest.mark.parametrize(
+    ("provider", "key", "path"),
+    [
+        ("openai", OPENAI_KEY, "/openai/v1/chat/completions"),
+        ("openrouter", "sk-or-good-0000000000", "/openrouter/v1/chat/completions"),
+        ("anthropic", ANTHROPIC_KEY, "/anthropic/v1/messages"),
+        ("google", GOOGLE_KEY, "/google/v1beta/models/gemini-2.5-pro"),
+    ],
+)
+async def test_a_failing_provider_gets_exactly_three_tries_per_call(
+    client: httpx.AsyncClient,
+    app: Any,
+    fake: tuple[str, FakeState],
+    allow_model_requests: None,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    key: str,
+    path: str,
+    status: int,
+) -> None:
+    """One retry layer (ours), not ours × the SDK's: the contract's 3 tries in total."""
+    from tests.support.chat_models import events_until
+
+    from famulus.agent import retry
+
+    monkeypatch.setattr(retry, "BASE_DELAY_S", 0.01)
+    _, state = fake
+    r = await client.post(f"/providers/{provider}/connect", json={"api_key": key})
+    assert r.status_code == 200, r.text
+    state.fail_status = status
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    r = await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    assert r.status_code == 202, r.text
+    events = await events_until(app, sid, ("run_error", "run_finished"), timeout=30)
+    assert events[-1]["type"] == "run_error", events[-1]
+    assert len(state.find(path)) == 3, [r.path for r in state.requests]

@@ -42,6 +42,9 @@ class FakeState:
     token_lifetime_s: int = 3600
     issued_tokens: int = 0
     refresh_fails: bool = False
+    # Non-zero: every model call (chat completions, messages, generateContent,
+    # Codex responses) answers this status, so tests can count the tries.
+    fail_status: int = 0
 
     def find(self, path_part: str) -> list[Recorded]:
         return [r for r in self.requests if path_part in r.path]
@@ -49,6 +52,15 @@ class FakeState:
 
 def _good(key: str | None) -> bool:
     return bool(key) and "good" in (key or "")
+
+
+def _is_model_call(path: str) -> bool:
+    return (
+        path.endswith("/chat/completions")
+        or path == "/anthropic/v1/messages"
+        or path == "/codex/responses"
+        or (path.startswith("/google/v1beta/models/") and path.lower().endswith("generatecontent"))
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,6 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay_s:
             time.sleep(self.state.delay_s)
         p = rec.path
+        if self.state.fail_status and _is_model_call(p):
+            return self._fail(self.state.fail_status)
         if (
             p == "/openai/v1/models"
             or p == "/openrouter/v1/models"
@@ -128,6 +142,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(404, {"error": {"message": f"no route {p}"}})
 
     # -- providers -------------------------------------------------------------
+
+    def _fail(self, status: int) -> None:
+        """An error in a shape every SDK parses (OpenAI, Anthropic and Google alike)."""
+        err = {"code": status, "message": f"fake failure {status}", "type": "server_error"}
+        self._send(status, {"type": "error", "error": err})
 
     def _openai_models(self, rec: Recorded) -> None:
         key = rec.headers.get("authorization", "").removeprefix("Bearer ")

@@ -9,6 +9,7 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,14 @@ def test_redact_masks_url_secrets() -> None:
     assert redact("GET https://g.example/v1beta/models?key=AIzaXYZ&x=1") == (
         "GET https://g.example/v1beta/models?key=[redacted]&x=1"
     )
+
+
+@pytest.mark.parametrize(
+    "provider", ["openai", "openrouter", "custom", "anthropic", "openai-codex"]
+)
+def test_sdk_clients_do_not_retry_on_their_own(provider: str) -> None:
+    """RetryingModel is the one retry layer; an SDK retrying too would multiply the tries."""
+    from famulus.llm.builder import build_model
+
+    model: Any = build_model(provider, "m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    assert model.client.max_retries == 0
