@@ -310,3 +310,96 @@ async def test_a_failing_provider_gets_exactly_three_tries_per_call(
     events = await events_until(app, sid, ("run_error", "run_finished"), timeout=30)
     assert events[-1]["type"] == "run_error", events[-1]
     assert len(state.find(path)) == 3, [r.path for r in state.requests]
+
+
+async def test_openrouter_checks_the_key_where_a_key_is_needed(
+    client: httpx.AsyncClient, fake: tuple[str, FakeState], settings: Settings
+) -> None:
+    """OpenRouter's model list answers any key, so it cannot tell a wrong key from a right one."""
+    _, state = fake
+    r = await client.post("/providers/openrouter/connect", json={"api_key": "sk-or-v1-wrong-0000"})
+    assert r.status_code == 502, r.text
+    assert "OpenRouter" in r.json()["detail"] and "User not found." in r.json()["detail"]
+    assert (await _providers(client))["openrouter"]["connected"] is False
+    assert not settings.secrets_file.exists() or "wrong" not in settings.secrets_file.read_text()
+
+    good = "sk-or-v1-good-0123456789"
+    r = await client.post(
+        "/providers/openrouter/connect",
+        json={"api_key": good, "chat_model": "or-remote-only/model"},
+    )
+    assert r.status_code == 200, r.text
+    assert state.find("/openrouter/v1/key")[-1].headers["authorization"] == f"Bearer {good}"
+    # The model list is still read: a model only the provider lists is accepted.
+    assert (await client.get("/config")).json()["chat_model"] == "or-remote-only/model"
+
+
+@pytest.fixture
+def openrouter_env(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set before the app starts (request it before ``client``)."""
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-good-env-123456")
+
+
+async def test_a_provider_connected_from_the_environment_gets_a_chat_model(
+    openrouter_env: None, client: httpx.AsyncClient, app: Any
+) -> None:
+    assert (await client.get("/config")).json()["chat_model"] == "anthropic/claude-sonnet-4.5"
+    resolved = await app.state.container.extras["llm"].resolve("chat")
+    assert resolved.provider == "openrouter"
+
+
+async def test_the_environment_never_replaces_a_chosen_chat_model(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, clean_env: None
+) -> None:
+    from tests.conftest import API_KEY
+
+    from famulus.app import create_app
+
+    async def run(check: Any) -> None:
+        application = create_app(settings)
+        async with application.router.lifespan_context(application):
+            transport = httpx.ASGITransport(app=application)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://famulus.test",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as client:
+                await check(client)
+
+    async def choose(client: httpx.AsyncClient) -> None:
+        r = await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+        assert r.status_code == 200
+        assert (
+            await client.patch("/config", json={"chat_model": "gpt-4.1-mini"})
+        ).status_code == 200
+
+    async def unchanged(client: httpx.AsyncClient) -> None:
+        assert (await client.get("/config")).json()["chat_model"] == "gpt-4.1-mini"
+
+    await run(choose)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-good-env-abcdef")
+    await run(unchanged)
+
+
+async def test_503_names_the_provider_to_connect(
+    client: httpx.AsyncClient, app: Any, settings: Settings
+) -> None:
+    from famulus.errors import NotConfigured
+
+    llm = app.state.container.extras["llm"]
+    with pytest.raises(NotConfigured) as info:
+        await llm.resolve("chat")
+    assert "{id}" not in info.value.detail
+    assert "POST /providers/anthropic/connect" in info.value.detail
+
+    # A chat model whose provider was disconnected: the message names that provider.
+    await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+    await client.delete("/providers/openai")
+    r = await client.post("/sessions", json={})
+    sid = r.json()["session_id"]
+    r = await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    assert r.status_code == 503, r.text
+    detail = r.json()["detail"]
+    assert "{id}" not in detail
+    assert "'gpt-4.1'" in detail and "POST /providers/openai/connect" in detail
+    assert "/providers/anthropic/connect" not in detail  # only the provider that offers it

@@ -113,12 +113,12 @@ class _Handler(BaseHTTPRequestHandler):
         p = rec.path
         if self.state.fail_status and _is_model_call(p):
             return self._fail(self.state.fail_status)
-        if (
-            p == "/openai/v1/models"
-            or p == "/openrouter/v1/models"
-            or p.endswith("/custom/v1/models")
-        ):
+        if p == "/openai/v1/models" or p.endswith("/custom/v1/models"):
             return self._openai_models(rec)
+        if p == "/openrouter/v1/models":
+            return self._openrouter_models(rec)
+        if p == "/openrouter/v1/key":
+            return self._openrouter_key(rec)
         if p == "/codex/responses":
             return self._codex(rec)
         if p.endswith("/chat/completions"):
@@ -155,6 +155,18 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(401, {"error": err})
         data = [{"id": "gpt-4.1", "object": "model"}, {"id": "gpt-remote-only", "object": "model"}]
         self._send(200, {"object": "list", "data": data})
+
+    def _openrouter_models(self, rec: Recorded) -> None:
+        """Like the real OpenRouter: the model list is public, any key (or none) works."""
+        data = [{"id": "anthropic/claude-sonnet-4.5"}, {"id": "or-remote-only/model"}]
+        self._send(200, {"data": data})
+
+    def _openrouter_key(self, rec: Recorded) -> None:
+        """GET /key: information about the current key; 401 for a bad one."""
+        key = rec.headers.get("authorization", "").removeprefix("Bearer ")
+        if not _good(key):
+            return self._send(401, {"error": {"message": "User not found.", "code": 401}})
+        self._send(200, {"data": {"label": "sk-or-v1-good...", "usage": 0, "limit": None}})
 
     def _anthropic_models(self, rec: Recorded) -> None:
         if not rec.headers.get("anthropic-version"):

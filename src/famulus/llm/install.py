@@ -28,6 +28,7 @@ def install(app: FastAPI, container: Container) -> None:
     container.extras["llm"] = llm
     container.extras["llm_admin"] = ProviderAdmin(llm)
     container.extras["llm_config"] = ConfigService(container, llm)
+    container.on_start(llm.default_chat_model_from_env)
     container.on_stop(llm.oauth.stop)
     for router in (providers.router, config.router, services.router):
         app.include_router(router, dependencies=[Depends(require_key)])
