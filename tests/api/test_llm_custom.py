@@ -172,6 +172,7 @@ async def test_no_model_is_503_with_guidance(client: httpx.AsyncClient, app: Any
 
     with pytest.raises(NotConfigured) as info:
         await app.state.container.extras["llm"].resolve("chat")
-    assert "POST /providers/{id}/connect" in info.value.detail
+    assert "POST /providers/anthropic/connect" in info.value.detail
+    assert "{id}" not in info.value.detail
     assert "POST /models/custom" in info.value.detail
     assert info.value.status == 503

@@ -242,3 +242,164 @@ async def test_resolved_models_talk_to_the_configured_base_url(
     result = await Agent(resolved.model).run("hi")
     assert result.output == "Hello from the fake model."
     assert state.find(path), [r.path for r in state.requests]
+
+
+async def test_a_corrupt_secrets_file_is_set_aside_at_start_up(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.conftest import API_KEY
+
+    from famulus.app import create_app
+
+    settings.ensure_home()
+    garbage = '{"provider:openai": "sk-precious-key-0000", truncated'
+    settings.secrets_file.write_text(garbage)
+    caplog.set_level(logging.WARNING)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        aside = list(settings.home.glob("secrets.json.corrupt-*"))
+        assert len(aside) == 1 and aside[0].read_text() == garbage
+        assert stat.S_IMODE(aside[0].stat().st_mode) == 0o600
+        assert aside[0].name in caplog.text and "sk-precious" not in caplog.text
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://famulus.test",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+        ) as client:
+            r = await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+            assert r.status_code == 200, r.text
+    assert json.loads(settings.secrets_file.read_text()) == {"provider:openai": OPENAI_KEY}
+    assert aside[0].read_text() == garbage  # the next secret did not overwrite it
+
+
+@pytest.mark.parametrize("status", [500, 429])
+@pytest.mark.parametrize(
+    ("provider", "key", "path"),
+    [
+        ("openai", OPENAI_KEY, "/openai/v1/chat/completions"),
+        ("openrouter", "sk-or-good-0000000000", "/openrouter/v1/chat/completions"),
+        ("anthropic", ANTHROPIC_KEY, "/anthropic/v1/messages"),
+        ("google", GOOGLE_KEY, "/google/v1beta/models/gemini-2.5-pro"),
+    ],
+)
+async def test_a_failing_provider_gets_exactly_three_tries_per_call(
+    client: httpx.AsyncClient,
+    app: Any,
+    fake: tuple[str, FakeState],
+    allow_model_requests: None,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    key: str,
+    path: str,
+    status: int,
+) -> None:
+    """One retry layer (ours), not ours × the SDK's: the contract's 3 tries in total."""
+    from tests.support.chat_models import events_until
+
+    from famulus.agent import retry
+
+    monkeypatch.setattr(retry, "BASE_DELAY_S", 0.01)
+    _, state = fake
+    r = await client.post(f"/providers/{provider}/connect", json={"api_key": key})
+    assert r.status_code == 200, r.text
+    state.fail_status = status
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    r = await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    assert r.status_code == 202, r.text
+    events = await events_until(app, sid, ("run_error", "run_finished"), timeout=30)
+    assert events[-1]["type"] == "run_error", events[-1]
+    assert len(state.find(path)) == 3, [r.path for r in state.requests]
+
+
+async def test_openrouter_checks_the_key_where_a_key_is_needed(
+    client: httpx.AsyncClient, fake: tuple[str, FakeState], settings: Settings
+) -> None:
+    """OpenRouter's model list answers any key, so it cannot tell a wrong key from a right one."""
+    _, state = fake
+    r = await client.post("/providers/openrouter/connect", json={"api_key": "sk-or-v1-wrong-0000"})
+    assert r.status_code == 502, r.text
+    assert "OpenRouter" in r.json()["detail"] and "User not found." in r.json()["detail"]
+    assert (await _providers(client))["openrouter"]["connected"] is False
+    assert not settings.secrets_file.exists() or "wrong" not in settings.secrets_file.read_text()
+
+    good = "sk-or-v1-good-0123456789"
+    r = await client.post(
+        "/providers/openrouter/connect",
+        json={"api_key": good, "chat_model": "or-remote-only/model"},
+    )
+    assert r.status_code == 200, r.text
+    assert state.find("/openrouter/v1/key")[-1].headers["authorization"] == f"Bearer {good}"
+    # The model list is still read: a model only the provider lists is accepted.
+    assert (await client.get("/config")).json()["chat_model"] == "or-remote-only/model"
+
+
+@pytest.fixture
+def openrouter_env(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set before the app starts (request it before ``client``)."""
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-good-env-123456")
+
+
+async def test_a_provider_connected_from_the_environment_gets_a_chat_model(
+    openrouter_env: None, client: httpx.AsyncClient, app: Any
+) -> None:
+    assert (await client.get("/config")).json()["chat_model"] == "anthropic/claude-sonnet-4.5"
+    resolved = await app.state.container.extras["llm"].resolve("chat")
+    assert resolved.provider == "openrouter"
+
+
+async def test_the_environment_never_replaces_a_chosen_chat_model(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, clean_env: None
+) -> None:
+    from tests.conftest import API_KEY
+
+    from famulus.app import create_app
+
+    async def run(check: Any) -> None:
+        application = create_app(settings)
+        async with application.router.lifespan_context(application):
+            transport = httpx.ASGITransport(app=application)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://famulus.test",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as client:
+                await check(client)
+
+    async def choose(client: httpx.AsyncClient) -> None:
+        r = await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+        assert r.status_code == 200
+        assert (
+            await client.patch("/config", json={"chat_model": "gpt-4.1-mini"})
+        ).status_code == 200
+
+    async def unchanged(client: httpx.AsyncClient) -> None:
+        assert (await client.get("/config")).json()["chat_model"] == "gpt-4.1-mini"
+
+    await run(choose)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-good-env-abcdef")
+    await run(unchanged)
+
+
+async def test_503_names_the_provider_to_connect(
+    client: httpx.AsyncClient, app: Any, settings: Settings
+) -> None:
+    from famulus.errors import NotConfigured
+
+    llm = app.state.container.extras["llm"]
+    with pytest.raises(NotConfigured) as info:
+        await llm.resolve("chat")
+    assert "{id}" not in info.value.detail
+    assert "POST /providers/anthropic/connect" in info.value.detail
+
+    # A chat model whose provider was disconnected: the message names that provider.
+    await client.post("/providers/openai/connect", json={"api_key": OPENAI_KEY})
+    await client.delete("/providers/openai")
+    r = await client.post("/sessions", json={})
+    sid = r.json()["session_id"]
+    r = await client.post("/chat/message", json={"message": "hi", "session_id": sid})
+    assert r.status_code == 503, r.text
+    detail = r.json()["detail"]
+    assert "{id}" not in detail
+    assert "'gpt-4.1'" in detail and "POST /providers/openai/connect" in detail
+    assert "/providers/anthropic/connect" not in detail  # only the provider that offers it

@@ -42,6 +42,9 @@ class FakeState:
     token_lifetime_s: int = 3600
     issued_tokens: int = 0
     refresh_fails: bool = False
+    # Non-zero: every model call (chat completions, messages, generateContent,
+    # Codex responses) answers this status, so tests can count the tries.
+    fail_status: int = 0
 
     def find(self, path_part: str) -> list[Recorded]:
         return [r for r in self.requests if path_part in r.path]
@@ -49,6 +52,15 @@ class FakeState:
 
 def _good(key: str | None) -> bool:
     return bool(key) and "good" in (key or "")
+
+
+def _is_model_call(path: str) -> bool:
+    return (
+        path.endswith("/chat/completions")
+        or path == "/anthropic/v1/messages"
+        or path == "/codex/responses"
+        or (path.startswith("/google/v1beta/models/") and path.lower().endswith("generatecontent"))
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,12 +111,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay_s:
             time.sleep(self.state.delay_s)
         p = rec.path
-        if (
-            p == "/openai/v1/models"
-            or p == "/openrouter/v1/models"
-            or p.endswith("/custom/v1/models")
-        ):
+        if self.state.fail_status and _is_model_call(p):
+            return self._fail(self.state.fail_status)
+        if p == "/openai/v1/models" or p.endswith("/custom/v1/models"):
             return self._openai_models(rec)
+        if p == "/openrouter/v1/models":
+            return self._openrouter_models(rec)
+        if p == "/openrouter/v1/key":
+            return self._openrouter_key(rec)
         if p == "/codex/responses":
             return self._codex(rec)
         if p.endswith("/chat/completions"):
@@ -129,6 +143,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- providers -------------------------------------------------------------
 
+    def _fail(self, status: int) -> None:
+        """An error in a shape every SDK parses (OpenAI, Anthropic and Google alike)."""
+        err = {"code": status, "message": f"fake failure {status}", "type": "server_error"}
+        self._send(status, {"type": "error", "error": err})
+
     def _openai_models(self, rec: Recorded) -> None:
         key = rec.headers.get("authorization", "").removeprefix("Bearer ")
         if not _good(key):
@@ -136,6 +155,18 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(401, {"error": err})
         data = [{"id": "gpt-4.1", "object": "model"}, {"id": "gpt-remote-only", "object": "model"}]
         self._send(200, {"object": "list", "data": data})
+
+    def _openrouter_models(self, rec: Recorded) -> None:
+        """Like the real OpenRouter: the model list is public, any key (or none) works."""
+        data = [{"id": "anthropic/claude-sonnet-4.5"}, {"id": "or-remote-only/model"}]
+        self._send(200, {"data": data})
+
+    def _openrouter_key(self, rec: Recorded) -> None:
+        """GET /key: information about the current key; 401 for a bad one."""
+        key = rec.headers.get("authorization", "").removeprefix("Bearer ")
+        if not _good(key):
+            return self._send(401, {"error": {"message": "User not found.", "code": 401}})
+        self._send(200, {"data": {"label": "sk-or-v1-good...", "usage": 0, "limit": None}})
 
     def _anthropic_models(self, rec: Recorded) -> None:
         if not rec.headers.get("anthropic-version"):

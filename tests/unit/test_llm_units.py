@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from famulus.llm.credentials import key_hint
 from famulus.llm.oauth import _account_id, pkce_pair
@@ -56,14 +60,36 @@ def test_secrets_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     assert len(store.names()) == 20
 
 
-def test_corrupt_secrets_file_reads_as_empty(tmp_path: Path) -> None:
+def test_corrupt_secrets_file_is_set_aside_not_overwritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "secrets.json"
-    path.write_text("{not json")
+    garbage = '{"provider:openai": "sk-precious-0000", oops'
+    path.write_text(garbage)
     os.chmod(path, 0o644)
     store = SecretsStore(path)
     assert store.get("a") is None
     store.set("a", "b")
     assert store.get("a") == "b" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"a": "b"}
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("secrets.json.corrupt-")]
+    assert len(aside) == 1
+    assert aside[0].read_text() == garbage
+    assert stat.S_IMODE(aside[0].stat().st_mode) == 0o600
+    assert aside[0].name in caplog.text and "sk-precious" not in caplog.text
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'"a string"', b"\xff\xfe{}"])
+def test_non_object_or_undecodable_secrets_are_set_aside(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "secrets.json"
+    path.write_bytes(content)
+    store = SecretsStore(path)
+    assert store.names() == []
+    path.write_bytes(content)  # a second corrupt file in the same second gets its own name
+    store.check()
+    aside = sorted(p for p in tmp_path.iterdir() if ".corrupt-" in p.name)
+    assert len(aside) == 2 and all(p.read_bytes() == content for p in aside)
+    assert not path.exists()
 
 
 def test_pkce_pair_is_s256() -> None:
@@ -88,3 +114,14 @@ def test_redact_masks_url_secrets() -> None:
     assert redact("GET https://g.example/v1beta/models?key=AIzaXYZ&x=1") == (
         "GET https://g.example/v1beta/models?key=[redacted]&x=1"
     )
+
+
+@pytest.mark.parametrize(
+    "provider", ["openai", "openrouter", "custom", "anthropic", "openai-codex"]
+)
+def test_sdk_clients_do_not_retry_on_their_own(provider: str) -> None:
+    """RetryingModel is the one retry layer; an SDK retrying too would multiply the tries."""
+    from famulus.llm.builder import build_model
+
+    model: Any = build_model(provider, "m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    assert model.client.max_retries == 0

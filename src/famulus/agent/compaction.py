@@ -3,16 +3,20 @@
 The plan keeps the last ``KEEP_USER_TURNS`` user turns verbatim and folds
 everything before them (plus any earlier summary) into one new summary. The
 caller stores it as a ``summary`` row; raw rows are never deleted. If the
-model fails, nothing is written, so the conversation stays as it was.
+model fails, nothing is written, so the conversation stays as it was, and
+the caller is told why (``why_failed``: the provider's reason, never a key).
 """
 
 from __future__ import annotations
 
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
+from famulus.agent.failures import describe
 from famulus.agent.history import Conversation
 from famulus.agent.retry import RetryingModel
+from famulus.agent.tokens import text_tokens
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
 
@@ -35,6 +39,28 @@ def rows_to_fold(conversation: Conversation) -> list[MessageRow]:
         return []
     cut = user_positions[-KEEP_USER_TURNS]
     return conversation.rows[:cut]
+
+
+class EmptySummary(ValueError):
+    """The model answered, but with no summary."""
+
+
+def why_failed(exc: BaseException, resolved: ResolvedModel) -> str:
+    """A sentence on why the summary failed, for the 502 (no keys, no headers).
+
+    Provider errors are told in the provider's own short words (``describe``);
+    anything else only by its type, since its text could carry a URL or a key.
+    """
+    if isinstance(exc, EmptySummary):
+        return "the model returned an empty summary."
+    if isinstance(exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded):
+        return describe(exc, resolved).message
+    return f"an unexpected {type(exc).__name__} (see the server log)."
+
+
+def fold_tokens(rows: list[MessageRow]) -> int:
+    """Roughly what folding ``rows`` could free: the tokens of their transcript."""
+    return text_tokens(transcript(rows))
 
 
 def transcript(rows: list[MessageRow]) -> str:
@@ -61,5 +87,5 @@ async def summarize(resolved: ResolvedModel, previous: str | None, rows: list[Me
     result = await agent.run(body, usage_limits=SUMMARY_LIMITS)
     summary = result.output.strip()
     if not summary:
-        raise ValueError("the model returned an empty summary")
+        raise EmptySummary("the model returned an empty summary")
     return summary

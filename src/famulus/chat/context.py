@@ -4,6 +4,12 @@ Token counts come from ``famulus.agent.tokens`` (a ~4 characters per token
 estimate over exactly what the next request would send). Compaction writes a
 ``summary`` row that covers the older rows; the raw rows stay, and a failed
 summary writes nothing.
+
+A compaction that frees less than ``INEFFECTIVE_SHARE`` of what was in
+context (the kept turns, the system prompt or the tools hold most of it) is
+remembered for the session, and automatic compaction is skipped until there is
+materially more to fold (``MATERIAL_SHARE`` of the window); otherwise every
+turn near the limit would pay for a summary that changes nothing.
 """
 
 from __future__ import annotations
@@ -20,13 +26,18 @@ from famulus.agent import compaction
 from famulus.agent.factory import Prepared, prepare
 from famulus.errors import Conflict, NotConfigured, UpstreamError
 from famulus.llm.types import ResolvedModel
+from famulus.store.sessions import MessageRow
 
 if TYPE_CHECKING:
     from famulus.chat.manager import RunManager
 
 log = logging.getLogger(__name__)
 
+INEFFECTIVE_SHARE = 0.2  # a compaction freeing less than this share of the context
+MATERIAL_SHARE = 0.1  # ... is retried once the rows to fold hold this share of the window
+
 _NOTHING = f"Only the last {compaction.KEEP_USER_TURNS} turns are in context; nothing to compact."
+_SKIPPED = "The last compaction freed little and there is not much more to fold yet."
 
 
 # Stands in for the chat model when none is configured, so the prompt, tools
@@ -58,6 +69,9 @@ class ContextService:
         self.manager = manager
         self.c = manager.c
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Sessions whose last compaction freed too little (in memory: after a
+        # restart the next automatic compaction simply runs once more).
+        self._ineffective: set[str] = set()
 
     async def _prepared(self, session_id: str, resolved: ResolvedModel) -> Prepared:
         session = await self.c.sessions.get(session_id)
@@ -103,8 +117,8 @@ class ContextService:
         except Exception as exc:
             log.warning("compaction failed: %s", exc)
             raise UpstreamError(
-                "The chat model could not summarize the conversation, so nothing was changed. "
-                "Try again later."
+                "The chat model could not summarize the conversation, so nothing was changed: "
+                + compaction.why_failed(exc, resolved)
             ) from exc
 
     async def _nothing_to_compact(self, session_id: str) -> CompactResult | None:
@@ -117,14 +131,35 @@ class ContextService:
     async def auto_compact(self, session_id: str, resolved: ResolvedModel, *, run_id: str) -> bool:
         """Called by a run near the limit; failure leaves history as it was."""
         try:
-            result = await self._compact(session_id, resolved, run_id=run_id)
+            result = await self._compact(session_id, resolved, run_id=run_id, auto=True)
         except Exception as exc:
             log.warning("automatic compaction failed; continuing uncompacted: %s", exc)
             return False
         return result.status == "compacted"
 
+    def _not_worth_it(
+        self, session_id: str, resolved: ResolvedModel, fold: list[MessageRow]
+    ) -> bool:
+        """After an ineffective compaction, wait until there is materially more to fold."""
+        if session_id not in self._ineffective:
+            return False
+        return compaction.fold_tokens(fold) < MATERIAL_SHARE * resolved.context_window
+
+    def _remember_effect(self, session_id: str, before_tokens: int, after_tokens: int) -> None:
+        if before_tokens - after_tokens < INEFFECTIVE_SHARE * before_tokens:
+            log.info(
+                "compaction of session %s freed little (%d -> %d tokens); automatic"
+                " compaction waits until there is more to fold",
+                session_id,
+                before_tokens,
+                after_tokens,
+            )
+            self._ineffective.add(session_id)
+        else:
+            self._ineffective.discard(session_id)
+
     async def _compact(
-        self, session_id: str, resolved: ResolvedModel, *, run_id: str | None
+        self, session_id: str, resolved: ResolvedModel, *, run_id: str | None, auto: bool = False
     ) -> CompactResult:
         async with self._locks[session_id]:
             before = await self._prepared(session_id, resolved)
@@ -132,6 +167,8 @@ class ContextService:
             fold = compaction.rows_to_fold(before.conversation)
             if not fold:
                 return CompactResult("nothing_to_compact", _NOTHING, before_tokens, before_tokens)
+            if auto and self._not_worth_it(session_id, resolved, fold):
+                return CompactResult("skipped", _SKIPPED, before_tokens, before_tokens)
             summary = await compaction.summarize(resolved, before.conversation.summary, fold)
             await self.c.sessions.store.add_message(
                 session_id,
@@ -145,6 +182,7 @@ class ContextService:
                 },
             )
             after_tokens = (await self._prepared(session_id, resolved)).estimate_tokens()
+            self._remember_effect(session_id, before_tokens, after_tokens)
             fields = {"run_id": run_id} if run_id else {}
             await self.c.events.publish(
                 session_id,

@@ -42,8 +42,9 @@ STOP_WAIT_S = 3.0  # server shutdown: all runs together
 AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 NO_MODEL = (
-    "No chat model is connected. Connect a provider with POST /providers/{id}/connect "
-    "or add one with POST /models/custom, then send the message again."
+    "No chat model is connected. Connect a provider with POST /providers/anthropic/connect "
+    "(or openai, google, openrouter in place of anthropic) or add one with POST /models/custom, "
+    "then send the message again."
 )
 
 

@@ -3,10 +3,16 @@
 Why here and nowhere else: the agent and memory areas only run models; which
 pydantic-ai class speaks which provider's protocol is this module's one job.
 No hand-written adapters: every model is a stock pydantic-ai model class.
+
+The SDK clients are built with their own retries off (OpenAI and Anthropic
+retry twice by default; google-genai is told one attempt): transient failures
+are retried by exactly one layer, ``agent/retry.py`` RetryingModel, so a
+failing provider sees 3 requests per model call, not 3 × 3.
 """
 
 from __future__ import annotations
 
+from google.genai.types import HttpRetryOptions
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.google import GoogleModel
@@ -20,6 +26,8 @@ from pydantic_ai.providers.openai_codex import OpenAICodexProvider
 # Local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) ignore the key, but
 # the OpenAI client refuses to start without one.
 PLACEHOLDER_KEY = "famulus-no-key"
+# One attempt per SDK call: the retrying is RetryingModel's job.
+SDK_RETRIES = 0
 
 
 def build_model(
@@ -32,20 +40,20 @@ def build_model(
 ) -> Model:
     """A pydantic-ai model for one provider; ``api_key`` is the key or OAuth access token."""
     if provider in ("openai", "openrouter", "custom"):
-        return OpenAIChatModel(
-            model_id,
-            provider=OpenAIProvider(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY),
-        )
+        openai = OpenAIProvider(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY)
+        openai.client.max_retries = SDK_RETRIES
+        return OpenAIChatModel(model_id, provider=openai)
     if provider == "anthropic":
-        return AnthropicModel(
-            model_id,
-            provider=AnthropicProvider(api_key=api_key or PLACEHOLDER_KEY, base_url=base_url),
-        )
+        anthropic = AnthropicProvider(api_key=api_key or PLACEHOLDER_KEY, base_url=base_url)
+        anthropic.client.max_retries = SDK_RETRIES
+        return AnthropicModel(model_id, provider=anthropic)
     if provider == "google":
-        return GoogleModel(
-            model_id,
-            provider=GoogleProvider(api_key=api_key or PLACEHOLDER_KEY, base_url=base_url),
+        google = GoogleProvider(
+            api_key=api_key or PLACEHOLDER_KEY,
+            base_url=base_url,
+            retry_options=HttpRetryOptions(attempts=1),
         )
+        return GoogleModel(model_id, provider=google)
     if provider == "openai-codex":
         return _codex_model(model_id, api_key or PLACEHOLDER_KEY, base_url, account_id)
     raise ValueError(f"unknown provider {provider!r}")
@@ -62,7 +70,7 @@ def _codex_model(model_id: str, token: str, base_url: str, account_id: str | Non
     if account_id:
         headers["chatgpt-account-id"] = account_id
     base = OpenAIProvider(base_url=base_url, api_key=token)
-    client = base.client.with_options(default_headers=headers)
+    client = base.client.with_options(default_headers=headers, max_retries=SDK_RETRIES)
     return OpenAICodexModel(
         model_id,
         provider=OpenAIProvider(openai_client=client),

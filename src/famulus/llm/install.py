@@ -22,11 +22,13 @@ from famulus.store.llm import CustomModelStore
 def install(app: FastAPI, container: Container) -> None:
     install_log_redaction()
     secrets = SecretsStore(container.settings.secrets_file)
+    secrets.check()  # a corrupt secrets file is set aside and reported at start-up
     llm = LLMService(container.settings, container.kv, secrets, CustomModelStore(container.db))
     container.extras["secrets"] = secrets
     container.extras["llm"] = llm
     container.extras["llm_admin"] = ProviderAdmin(llm)
     container.extras["llm_config"] = ConfigService(container, llm)
+    container.on_start(llm.default_chat_model_from_env)
     container.on_stop(llm.oauth.stop)
     for router in (providers.router, config.router, services.router):
         app.include_router(router, dependencies=[Depends(require_key)])

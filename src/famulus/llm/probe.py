@@ -2,7 +2,9 @@
 
 Each provider's cheapest authenticated call is its list-models endpoint; a
 failure there (bad key, no access, unreachable) is reported as a 502 with the
-provider's own reason so the person knows what to fix.
+provider's own reason so the person knows what to fix. OpenRouter is the
+exception: its model list is public and answers any key, so the key is checked
+with its key-info endpoint (``GET {base}/key``) first.
 """
 
 from __future__ import annotations
@@ -59,13 +61,10 @@ def _model_ids(body: Any) -> list[str]:
     return ids
 
 
-async def check_key(provider: str, name: str, base_url: str, key: str) -> list[str]:
-    """Call the list-models endpoint with ``key``; return the model ids it lists.
-
-    Raises UpstreamError with the provider's reason when the key is refused or
-    the provider cannot be reached.
-    """
-    url, headers, params = _request(provider, base_url, key)
+async def _get(
+    name: str, base_url: str, url: str, headers: dict[str, str], params: dict[str, str]
+) -> httpx.Response:
+    """One GET to the provider; a refusal or no answer is an UpstreamError naming it."""
     try:
         async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
             response = await http.get(url, headers=headers, params=params)
@@ -79,6 +78,19 @@ async def check_key(provider: str, name: str, base_url: str, key: str) -> list[s
         ) from None
     if response.status_code >= 400:
         raise UpstreamError(f"{name} refused the key ({_reason(response)}); nothing was stored.")
+    return response
+
+
+async def check_key(provider: str, name: str, base_url: str, key: str) -> list[str]:
+    """Check ``key`` with the provider; return the model ids it lists.
+
+    Raises UpstreamError with the provider's reason when the key is refused or
+    the provider cannot be reached.
+    """
+    url, headers, params = _request(provider, base_url, key)
+    if provider == "openrouter":
+        await _get(name, base_url, f"{base_url.rstrip('/')}/key", headers, {})
+    response = await _get(name, base_url, url, headers, params)
     try:
         return _model_ids(response.json())
     except ValueError:

@@ -9,6 +9,7 @@ custom models and model identifiers are managed here too, so every rule about
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from famulus.settings import Settings
 from famulus.store.kv import KVStore
 from famulus.store.llm import CustomModelStore
 
+log = logging.getLogger(__name__)
+
 ROLE_KEYS: dict[str, str] = {
     "chat": config_keys.CHAT_MODEL,
     "research": config_keys.RESEARCH_MODEL,
@@ -39,10 +42,22 @@ UNKNOWN_MODEL = ModelInfo("", context_window=128_000, max_output_tokens=8_192)
 # Bare model ids are looked up in this order: the user's own models first.
 LOOKUP_ORDER = ("custom", "anthropic", "openai", "openai-codex", "google", "openrouter")
 
-_NOTHING_USABLE = (
-    "No chat model is configured: connect a provider with POST /providers/{id}/connect"
-    " or add an OpenAI-compatible model with POST /models/custom."
-)
+# Providers a person connects with a key, in catalog order.
+_KEYED = tuple(p for p in catalog.PROVIDERS if p.auth_type == "api_key" and p.id != "custom")
+_CODEX_SIGN_IN = "POST /providers/openai-codex/oauth/browser/start"
+
+
+def _any_provider() -> str:
+    """Every way to get a model, each named: a 503 says exactly what to call."""
+    first, *rest = (p.id for p in _KEYED)
+    return (
+        f"connect a provider with POST /providers/{first}/connect (or {', '.join(rest)}"
+        f" in place of {first}), sign in to openai-codex with {_CODEX_SIGN_IN},"
+        " or add an OpenAI-compatible model with POST /models/custom"
+    )
+
+
+_NOTHING_USABLE = f"No chat model is configured: {_any_provider()}."
 
 
 @dataclass(frozen=True)
@@ -98,11 +113,30 @@ class LLMService:
         offer = await self.find(str(ref))
         if offer is None:
             raise NotConfigured(
-                f"The {role} model '{ref}' is not offered by any connected provider: connect its"
-                " provider with POST /providers/{id}/connect, add it with POST /models/custom,"
-                " or choose another model with PATCH /config."
+                f"The {role} model '{ref}' is not offered by any connected provider: "
+                f"{await self._how_to_offer(str(ref))}, or choose another model with PATCH /config."
             )
         return await self._build(offer)
+
+    async def _how_to_offer(self, ref: str) -> str:
+        """What would make ``ref`` usable again, naming the provider(s) that offer it."""
+        wanted, model_id = split_ref(ref)
+        steps: list[str] = []
+        for info in catalog.PROVIDERS:
+            if wanted not in (None, info.id):
+                continue
+            if info.id == "custom":
+                if wanted == "custom":
+                    steps.append("add it again with POST /models/custom")
+                continue
+            known = catalog.model(info.id, model_id) is not None
+            if not known and model_id not in await self.remote_models(info.id):
+                continue
+            if info.id == "openai-codex":
+                steps.append(f"sign in to openai-codex with {_CODEX_SIGN_IN}")
+            else:
+                steps.append(f"connect {info.name} with POST /providers/{info.id}/connect")
+        return " or ".join(steps) if steps else _any_provider()
 
     def set_override(self, role: str, resolved: ResolvedModel | None) -> None:
         """Tests inject FunctionModel/TestModel here; ``None`` removes the override."""
@@ -209,6 +243,25 @@ class LLMService:
         )
         self._cache[cache_key] = resolved
         return resolved
+
+    async def default_chat_model_from_env(self) -> None:
+        """At start-up: a provider connected by an environment key gets a chat model.
+
+        Connecting through the API makes the provider's default the chat model
+        when none is set; a key found in the environment must make chat usable
+        just the same. The first such provider in catalog order wins.
+        """
+        if await self.role_ref("chat") is not None:
+            return
+        for info in _KEYED:
+            if info.default_model and self.credentials.env_key(info.env_vars) is not None:
+                await self.set_role("chat", info.default_model)
+                log.info(
+                    "chat model set to %s: %s is connected from the environment",
+                    info.default_model,
+                    info.name,
+                )
+                return
 
     async def _codex_connected(self) -> None:
         default = catalog.provider("openai-codex")
