@@ -10,6 +10,7 @@ the app opens the database. uvicorn is then handed the bound socket.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import shutil
 import socket
@@ -25,6 +26,7 @@ from famulus.settings import Settings
 
 log = logging.getLogger("famulus")
 
+PR_SET_DUMPABLE = 4  # from <linux/prctl.h>
 IN_USE = 1  # the home or the port belongs to someone else
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app could not start
 
@@ -89,6 +91,7 @@ def run(settings: Settings, before_app: Callable[[Settings], None]) -> int:
         print(f"famulus: {refused}", file=sys.stderr)
         return refused.status
     settings.port = int(sock.getsockname()[1])
+    not_dumpable()
     try:
         before_app(settings)
         logs.configure(settings.log_level, settings.log_format)
@@ -100,6 +103,20 @@ def run(settings: Settings, before_app: Callable[[Settings], None]) -> int:
     finally:
         sock.close()
         lock.release()
+
+
+def not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): the kernel then keeps other processes of the same
+    user (a skill script started unsandboxed, say) out of /proc/<pid>/environ and
+    /proc/<pid>/mem, where the server's keys live. Linux only; elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            log.warning("could not make the server non-dumpable (errno %d)", ctypes.get_errno())
+    except OSError:
+        log.warning("could not make the server non-dumpable (no libc prctl)")
 
 
 def _config(app: object, settings: Settings) -> uvicorn.Config:

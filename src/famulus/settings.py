@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     # Web search: the keyless backend (DuckDuckGo's HTML endpoint).
     ddg_base_url: str = "https://html.duckduckgo.com"
 
+    # Skill scripts run in a bubblewrap sandbox (skills/sandbox.py); without a
+    # usable bwrap they are refused unless unsandboxed runs are allowed.
+    bwrap_path: str = "bwrap"
+    unsandboxed_scripts: bool = False
+
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)
 

@@ -30,6 +30,7 @@ class Skill:
     instructions: str
     parameters: Any = None
     scripts: list[str] = field(default_factory=list)
+    network: bool = False  # SKILL.md ``network: true``: its scripts may reach the network
 
     @property
     def has_script(self) -> bool:
@@ -56,6 +57,8 @@ def parse_manifest(text: str) -> tuple[dict[str, Any], str]:
         )
     if not isinstance(description, str) or not description.strip():
         raise InvalidRequest("SKILL.md needs a non-empty 'description'.")
+    if not isinstance(meta.get("network", False), bool):
+        raise InvalidRequest("SKILL.md 'network' must be true or false.")
     body = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
     return meta, body.strip()
 
@@ -81,4 +84,5 @@ def load_skill(folder: Path, location: Location) -> Skill:
         instructions=body,
         parameters=meta.get("parameters"),
         scripts=find_scripts(folder),
+        network=bool(meta.get("network", False)),
     )

@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,13 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent import scope
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.container import Container
 from famulus.errors import FamulusError
+from famulus.skills.approvals import ScriptApprovals
+from famulus.skills.sandbox import Jail, Sandbox, python_interpreter
 from famulus.skills.skill import Skill
 
 SCRIPT_TIMEOUT_S = 60.0
@@ -35,7 +37,7 @@ MAX_ARGS = 50
 MAX_ARG_CHARS = 4096
 # Interpreters for scripts that are not executable by themselves.
 _INTERPRETERS: dict[str, Sequence[str]] = {
-    ".py": (sys.executable,),
+    ".py": (python_interpreter(),),
     ".sh": ("sh",),
     ".bash": ("bash",),
     ".js": ("node",),
@@ -43,8 +45,6 @@ _INTERPRETERS: dict[str, Sequence[str]] = {
     ".rb": ("ruby",),
     ".pl": ("perl",),
 }
-# Only these reach a script's environment: the server's own keys stay out.
-_ENV_PASSED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 
 def _validation_sentence(exc: ValidationError) -> str:
@@ -113,18 +113,16 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def run_script(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, bytes, int]:
+async def run_script(jail: Jail, cwd: Path, timeout: float) -> tuple[int | None, bytes, int]:
     """(exit code, or None when stopped at the timeout; first output bytes; total bytes).
 
     stdout and stderr are one stream; stdin is closed; the environment holds
-    only a few harmless variables, never the server's keys.
+    only a few harmless variables, never the server's keys (see sandbox.py).
     """
-    env = {k: os.environ[k] for k in _ENV_PASSED if k in os.environ}
-    env["SKILL_DIR"] = str(cwd)
     proc = await asyncio.create_subprocess_exec(
-        *argv,
+        *jail.argv,
         cwd=cwd,
-        env=env,
+        env=jail.env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -240,6 +238,17 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         skill = c.extras["skills"].get(name)
         if skill is None:
             return f"Not run: no skill named '{name}'."
+        sandbox: Sandbox = c.extras["skill_sandbox"]
+        problem = await sandbox.problem()
+        if problem is not None:
+            return f"Not run: {problem}"
+        approvals = ScriptApprovals(c.kv)
+        if scope.origin() == "automation" and not await approvals.approved(skill):
+            return (
+                f"Not run: the person has not yet run a script of '{skill.name}' in a chat "
+                "(or it changed since); automations run only scripts of skills the person "
+                "approved once."
+            )
         chosen = choose_script(skill, script)
         if isinstance(chosen, str):
             return f"Not run: {chosen}"
@@ -250,8 +259,12 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         if isinstance(argv, str):
             return f"Not run: {argv}"
         timeout = SCRIPT_TIMEOUT_S
+        folder = skill.path.resolve()
+        jail = sandbox.jail([*argv, *argv_extra], folder, network=skill.network)
+        if scope.origin() != "automation":  # the person approved this run (or skipped asking)
+            await approvals.record(skill)
         try:
-            code, raw, total = await run_script([*argv, *argv_extra], skill.path.resolve(), timeout)
+            code, raw, total = await run_script(jail, folder, timeout)
         except OSError as exc:
             return f"Not run: the script could not be started ({exc.strerror or exc})."
         used("skills")
