@@ -267,3 +267,15 @@ def test_port_in_use_by_another_program(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         f"famulus: cannot listen on 127.0.0.1:{port}: address already in use"
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_the_server_process_is_not_dumpable(tmp_path: Path) -> None:
+    """PR_GET_DUMPABLE (3) reads 0 in a process that ran the server's start-up step,
+    so /proc/<pid>/environ is closed to other processes of the same user."""
+    code = (
+        "import ctypes; from famulus.serve import not_dumpable; not_dumpable(); "
+        "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"
