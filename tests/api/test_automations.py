@@ -10,10 +10,11 @@ import httpx
 import pytest
 from tests.support.chat_models import events_until, install_model, scripted, until_streaming
 from tests.support.fake_http import recording_server
+from tests.support.triggers import never_soon
 
 from famulus.timeutil import iso, parse_iso, utcnow
 
-DAILY = {"type": "time", "at": "07:30"}
+DAILY = never_soon()
 
 
 async def _create(client: httpx.AsyncClient, **over: Any) -> dict:
@@ -38,7 +39,7 @@ async def _wait_done(client: httpx.AsyncClient, aid: int, runs: int = 1) -> dict
 async def test_create_shape_and_defaults(client: httpx.AsyncClient) -> None:
     a = await _create(client)
     assert a["enabled"] is True and a["writable"] is False and a["running"] is False
-    assert a["trigger"] == {"type": "time", "at": "07:30", "days": "daily"}
+    assert a["trigger"] == {**DAILY, "days": "daily"}
     assert a["notifiers"] == [] and a["last_run_at"] is None
     nxt = parse_iso(a["next_run_at"])
     assert 0 < (nxt - utcnow()).total_seconds() <= 86400

@@ -18,6 +18,7 @@ from tests.conftest import API_KEY
 from tests.support.chat_models import install_model, scripted
 from tests.support.fake_http import recording_server
 from tests.support.live import free_port
+from tests.support.triggers import never_soon
 
 from famulus.settings import Settings
 
@@ -70,7 +71,7 @@ async def _automation_with_hook(client: httpx.AsyncClient, url: str) -> int:
     body = {
         "name": "Brief",
         "description": "Summarize my day.",
-        "trigger": {"type": "time", "at": "07:30"},
+        "trigger": never_soon(),
         "notifiers": ["hook"],
     }
     r = await client.post("/automations", json=body)
@@ -273,7 +274,7 @@ async def test_mail_4xx_is_retried_and_5xx_is_final(
                     json={
                         "name": "Brief",
                         "description": "d",
-                        "trigger": {"type": "time", "at": "07:30"},
+                        "trigger": never_soon(),
                         "notifiers": ["mail"],
                     },
                 )

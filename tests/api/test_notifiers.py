@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import API_KEY
 from tests.support.fake_http import recording_server, telegram_route
 from tests.support.smtp import Inbox, smtp_server
+from tests.support.triggers import never_soon
 
 from famulus.app import create_app
 from famulus.settings import Settings
@@ -320,7 +321,7 @@ async def test_patched_notifier_keeps_its_automations(
             json={
                 "name": "Brief",
                 "description": "Summarize.",
-                "trigger": {"type": "time", "at": "07:30"},
+                "trigger": never_soon(),
                 "notifiers": ["hook"],
             },
         )

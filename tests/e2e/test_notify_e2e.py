@@ -12,6 +12,7 @@ import httpx
 from tests.support.fake_http import recording_server
 from tests.support.live import ServerProcess
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
+from tests.support.triggers import never_soon
 
 KEY = "e2e-notify-key-abcdefghijklmnopqrstuvwxyz01"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -41,7 +42,7 @@ def _setup(http: httpx.Client, openai: ScriptedOpenAI, hook_url: str) -> int:
         json={
             "name": "Brief",
             "description": "Summarize my day.",
-            "trigger": {"type": "time", "at": "07:30"},
+            "trigger": never_soon(),
             "notifiers": ["hook"],
         },
     )
