@@ -111,7 +111,7 @@ def test_many_events_in_order(live: tuple[str, object]) -> None:
         sid = _session(http)
         for i in range(30):
             http.patch(f"/sessions/{sid}", json={"name": f"n{i}"})
-        with http.stream("GET", f"/chat/events/{sid}") as r:
+        with http.stream("GET", f"/chat/events/{sid}?after=0") as r:
             ids = []
             for ev in iter_events(r):
                 ids.append(ev.id)
@@ -138,3 +138,60 @@ def test_stream_ends_when_its_session_is_deleted(live: tuple[str, object]) -> No
         assert http.delete(f"/sessions/{sid}/permanent").status_code == 200
         reader.join(timeout=3)
         assert not reader.is_alive()
+
+
+def test_without_a_cursor_the_stream_starts_live(live: tuple[str, object]) -> None:
+    """No Last-Event-ID, no ?after=: the log is not sent again (history is
+    /session/history's job); the next event is the first one received."""
+    base, _ = live
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        for i in range(5):
+            http.patch(f"/sessions/{sid}", json={"name": f"old{i}"})
+        received: list = []
+        opened = threading.Event()
+
+        def reader() -> None:
+            with http.stream("GET", f"/chat/events/{sid}") as r:
+                for ev in iter_events(r, on_comment=opened.set):
+                    received.append(ev)
+                    break
+
+        t = threading.Thread(target=reader)
+        t.start()
+        assert opened.wait(5)
+        http.patch(f"/sessions/{sid}", json={"name": "new"})
+        t.join(timeout=10)
+        assert [(e.id, e.data["name"]) for e in received] == [(6, "new")]
+
+
+def _wait_for_event(http: httpx.Client, sid: str, kind: str) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with http.stream("GET", f"/chat/events/{sid}?after=0") as r:
+            for ev in iter_events(r, on_comment=lambda: None):
+                if ev.event == kind:
+                    return
+                if ev.event == "session_renamed":
+                    continue
+                break
+        time.sleep(0.05)
+    raise AssertionError(f"no {kind} event")
+
+
+def test_joining_mid_run_without_a_cursor_gets_the_run_so_far(live: tuple[str, object]) -> None:
+    from tests.support.chat_models import install_model, scripted
+
+    base, app = live
+    install_model(app, scripted("one two three four five six seven eight", delay=0.2))
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = _session(http)
+        http.patch(f"/sessions/{sid}", json={"name": "before the run"})
+        run_id = http.post(
+            "/chat/message", json={"message": "count slowly", "session_id": sid}
+        ).json()["run_id"]
+        _wait_for_event(http, sid, "run_started")
+        events = collect(http, f"/chat/events/{sid}", 2)
+    assert events[0].event == "run_started" and events[0].data["run_id"] == run_id
+    assert events[0].id == 2  # the rename before the run is not sent again
+    assert all(e.data.get("run_id") == run_id for e in events)

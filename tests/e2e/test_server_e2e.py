@@ -27,7 +27,7 @@ def test_sessions_and_replay_across_restart(tmp_path: Path) -> None:
             sid = http.post("/sessions", json={"name": "one"}).json()["session_id"]
             http.patch(f"/sessions/{sid}", json={"name": "two"})
             http.patch(f"/sessions/{sid}", json={"name": "three"})
-            first = collect(http, f"/chat/events/{sid}", 2)
+            first = collect(http, f"/chat/events/{sid}?after=0", 2)
             assert [e.data["name"] for e in first] == ["two", "three"]
     finally:
         server.stop()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +17,11 @@ class SSEEvent:
     data: dict[str, Any]
 
 
-def iter_events(response: httpx.Response) -> Iterator[SSEEvent]:
-    """Yield events from a streaming response; comments are skipped."""
+def iter_events(
+    response: httpx.Response, on_comment: Callable[[], object] | None = None
+) -> Iterator[SSEEvent]:
+    """Yield events from a streaming response; comments are skipped (``on_comment``
+    is called for each, e.g. to learn that the stream is open)."""
     ev_id: int | None = None
     ev_type = "message"
     data_lines: list[str] = []
@@ -29,6 +32,8 @@ def iter_events(response: httpx.Response) -> Iterator[SSEEvent]:
             ev_id, ev_type, data_lines = None, "message", []
             continue
         if line.startswith(":"):
+            if on_comment is not None:
+                on_comment()
             continue
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value

@@ -1,7 +1,10 @@
 """GET /chat/events/{session_id}: the session's Server-Sent Events stream.
 
 Order of work: subscribe to live events first, then replay the log after the
-client's last id, then drain live events skipping any already replayed. That
+client's last id, then drain live events skipping any already replayed.
+Without a cursor (no ``Last-Event-ID``, no ``?after=``) the stream starts live,
+plus the events of a run still in progress so a client joining mid-run can
+draw it; history is ``/session/history``'s job. That
 order leaves no gap between replay and live. A slow subscriber whose queue
 overflowed re-reads the log instead of losing events.
 """
@@ -30,11 +33,12 @@ def format_event(event: Event) -> str:
     return f"{head}event: {event.type}\ndata: {data}\n\n"
 
 
-def _start_id(last_event_id: str | None, after: int | None) -> int:
+def _cursor(last_event_id: str | None, after: int | None) -> int | None:
+    """The client's cursor, or None when it sent neither ``after`` nor Last-Event-ID."""
     if after is not None:
         return after
     if last_event_id is None or not last_event_id.strip():
-        return 0
+        return None
     try:
         value = max(0, int(last_event_id.strip()))
     except ValueError as exc:
@@ -99,7 +103,11 @@ async def chat_events(
     c: Container = Depends(container),
 ) -> StreamingResponse:
     await c.sessions.get(session_id)
-    start = _start_id(last_event_id, after)
+    start = _cursor(last_event_id, after)
+    if start is None:  # no cursor: live from now, plus the run in progress
+        chat = c.extras.get("chat")
+        running = chat.in_progress(session_id) if chat is not None else []
+        start = await c.events.live_start(session_id, running)
     body = _stream(c.events, session_id, start, stream, c.settings.sse_ping_interval_s)
     return StreamingResponse(
         body,

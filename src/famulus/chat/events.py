@@ -61,6 +61,9 @@ class EventHub:
                 sub.offer(event)
         return event
 
+    async def live_start(self, session_id: str, run_ids: list[str]) -> int:
+        return await self.store.live_start(session_id, run_ids)
+
     async def close_all(self) -> None:
         """End every live stream (the server is stopping; clients reconnect and replay)."""
         closing = Event(CLOSED, {}, None)

@@ -222,6 +222,13 @@ class RunManager:
             extra_toolsets=await self.c.agent_toolsets(),
         )
 
+    def in_progress(self, session_id: str) -> list[str]:
+        """The session's foreground run, if one is going (a stream joining now
+        is sent it from its start). Backgrounded runs are reported by
+        ``background_task`` events and are not replayed."""
+        run = self.foreground.get(session_id)
+        return [run.id] if run is not None and not run.backgrounded else []
+
     # -- control -------------------------------------------------------------
 
     async def _live_or_error(self, run_id: str) -> Run:

@@ -59,6 +59,27 @@ class EventStore:
 
         return await self.db.read(op)
 
+    async def live_start(self, session_id: str, run_ids: list[str]) -> int:
+        """Where a stream without a cursor begins: just before the earliest
+        ``run_started`` of ``run_ids`` (runs still in progress), else at the end."""
+
+        def op(conn: sqlite3.Connection) -> int:
+            if run_ids:
+                marks = ",".join("?" * len(run_ids))
+                row = conn.execute(
+                    "SELECT MIN(seq) FROM events WHERE session_id = ? AND type = 'run_started'"
+                    f" AND run_id IN ({marks})",
+                    (session_id, *run_ids),
+                ).fetchone()
+                if row[0] is not None:
+                    return int(row[0]) - 1
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return int(row[0])
+
+        return await self.db.read(op)
+
     async def last_seq(self, session_id: str) -> int:
         return await self.db.read(
             lambda conn: conn.execute(
