@@ -399,3 +399,51 @@ async def test_bad_key_names_the_provider(app: Any, client: httpx.AsyncClient) -
         err = (await events_until(app, sid, "run_error"))[-1]
         assert needle in err["message"] and "{id}" not in err["message"]
         assert err["recoverable"] is False
+
+
+async def test_two_subagents_at_once_are_told_apart(app: Any, client: httpx.AsyncClient) -> None:
+    """Every event of a sub-agent (text, text_delta, reasoning, tool_call,
+    tool_result) carries the parent_id of the research call that started it."""
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+
+    main_turns = {"n": 0}
+
+    async def main(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        main_turns["n"] += 1
+        if main_turns["n"] == 1:
+            yield {
+                0: DeltaToolCall(
+                    name="research", json_args='{"question": "alpha"}', tool_call_id="call_a"
+                ),
+                1: DeltaToolCall(
+                    name="research", json_args='{"question": "beta"}', tool_call_id="call_b"
+                ),
+            }
+            return
+        yield "Both done."
+
+    async def research(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        asked = str(messages[0].parts[-1].content)  # type: ignore[union-attr]
+        if not any(getattr(p, "tool_name", None) for m in messages for p in m.parts):
+            yield {0: DeltaToolCall(name="current_time", json_args="{}", tool_call_id=asked[-5:])}
+            return
+        yield f"Answer about {asked[-5:]}"
+
+    install_model(app, FunctionModel(stream_function=main))
+    install_model(app, FunctionModel(stream_function=research), role="research")
+    sid = await _session(client)
+    hub = app.state.container.events
+    sub = hub.subscribe(sid)
+    await client.post("/chat/message", json={"message": "two at once", "session_id": sid})
+    events = await events_until(app, sid, "run_finished")
+    live = []
+    while not sub.queue.empty():
+        live.append(sub.queue.get_nowait().data)
+    hub.unsubscribe(sid, sub)
+    inner = [e for e in events + live if e.get("depth") == 1]
+    assert {e["type"] for e in inner} >= {"tool_call", "tool_result", "text"}
+    assert all(e["parent_id"] in ("call_a", "call_b") for e in inner), inner
+    for e in inner:
+        if e["type"] == "text":
+            assert e["content"].strip().endswith("alpha" if e["parent_id"] == "call_a" else "beta")

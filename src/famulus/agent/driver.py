@@ -60,6 +60,15 @@ def result_text(part: ToolReturnPart) -> str:
     return json.dumps(content, default=str, ensure_ascii=False)
 
 
+def _place(d: AgentDeps) -> dict[str, Any]:
+    """Where an event comes from: its depth, and for a sub-agent (depth > 0) the
+    ``parent_id`` of the tool call that started it, so a client can tell two
+    sub-agents running at once apart."""
+    if d.depth == 0:
+        return {"depth": 0}
+    return {"depth": d.depth, "parent_id": d.parent_id}
+
+
 class _NodeReporter:
     """Per-run state for turning pydantic-ai events into sink reports."""
 
@@ -78,9 +87,9 @@ class _NodeReporter:
             if isinstance(event.part, TextPart):
                 d.unsent_text.clear()
                 if event.part.content:
-                    await d.sink.emit("text", content=event.part.content, depth=d.depth)
+                    await d.sink.emit("text", content=event.part.content, **_place(d))
             elif isinstance(event.part, ThinkingPart) and event.part.content:
-                await d.sink.emit("reasoning", content=event.part.content)
+                await d.sink.emit("reasoning", content=event.part.content, **_place(d))
         elif isinstance(event, EnqueuedMessagesEvent) and d.depth == 0:
             await d.sink.ingested(event.enqueue_id, event.messages)
 
@@ -89,7 +98,7 @@ class _NodeReporter:
             d = self.deps
             d.partial_text.append(content)
             d.unsent_text.append(content)
-            d.sink.emit_live("text_delta", content=content, depth=d.depth)
+            d.sink.emit_live("text_delta", content=content, **_place(d))
 
     async def flush_unsent(self) -> None:
         """The run stopped mid-text: send what was streamed as its ``text`` event,
@@ -99,7 +108,7 @@ class _NodeReporter:
         if not unsent:
             return
         try:
-            await d.sink.emit("text", content=unsent, depth=d.depth)
+            await d.sink.emit("text", content=unsent, **_place(d))
         except Exception:  # the run's own failure is what matters to report
             log.exception("could not send the partial text of run %s", d.run_id)
 
@@ -134,8 +143,8 @@ class _NodeReporter:
             result=text,
             preview=text[:PREVIEW_CHARS],
             duration_ms=int((time.monotonic() - began) * 1000),
-            depth=d.depth,
             error=error,
+            **_place(d),
         )
         if d.depth == 0:
             await d.sink.tool_returned(part, error=error)
