@@ -217,7 +217,7 @@ async def test_remember_follows_writable(
     a = await _create(client, writable=writable)
     await client.post(f"/automations/{a['id']}/run")
     body = await _wait_done(client, a["id"])
-    assert body["last_status"] == "ok"
+    assert body["last_status"] == "ok", (body["runs"], body["running"], body["last_result"])
     facts = (await client.get("/facts")).json()["facts"]
     if writable:
         assert [(f["text"], f["source_type"]) for f in facts] == [

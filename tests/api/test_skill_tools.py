@@ -296,6 +296,8 @@ async def test_run_skill_script_refusals(
         install_model(app, scripted(("tool", "run_skill_script", args), "Ok."))
         _, events = await _chat(app, client, "go", approve=None)
         assert _tool_result(events, "run_skill_script").startswith(expected)
+        result = next(e for e in events if e["type"] == "tool_result")
+        assert result["error"] is True
     assert not (tmp_path / "escaped").exists() and not (folder / "escaped").exists()
 
 

@@ -176,6 +176,7 @@ async def test_upstream_500_is_a_readable_tool_result(
     assert events[-1]["type"] == "run_finished"
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["result"].startswith("Web search failed: DuckDuckGo answered HTTP 500")
+    assert result["error"] is True  # a soft failure is still a failure to the client
 
 
 async def test_exa_500_is_a_readable_tool_result(
@@ -201,6 +202,7 @@ async def test_chat_fetch_page(app: Any, client: httpx.AsyncClient, web: WebStat
     assert text.startswith(f"URL: {web.url}/pages/article\nTitle: An article\n")
     assert "First & foremost paragraph." in text and "- one\n- two" in text
     assert "secret" not in text and "color" not in text and "enable js" not in text
+    assert result["error"] is False
 
 
 async def test_fetch_page_refuses_local_addresses_by_default(
@@ -211,6 +213,7 @@ async def test_fetch_page_refuses_local_addresses_by_default(
     events = await _run(app, client, "read")
     result = next(e for e in events if e["type"] == "tool_result")
     assert "local or private address" in result["result"]
+    assert result["error"] is True
     assert not any(r["path"] == "/pages/article" for r in web.requests)
 
 

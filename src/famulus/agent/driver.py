@@ -36,6 +36,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.run import AgentRun
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from famulus.agent.outcome import ToolFailure
 from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps
 
@@ -135,7 +136,7 @@ class _NodeReporter:
         d = self.deps
         began = self.started.pop(part.tool_call_id, time.monotonic())
         text = result_text(part)
-        error = part.outcome in ERROR_OUTCOMES
+        error = part.outcome in ERROR_OUTCOMES or isinstance(part.content, ToolFailure)
         await d.sink.emit(
             "tool_result",
             tool_id=part.tool_call_id,

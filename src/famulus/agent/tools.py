@@ -13,6 +13,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from famulus.agent.clock import describe_now, now_in
+from famulus.agent.outcome import failure
 from famulus.agent.sink import AgentDeps
 from famulus.directives import MAX_DIRECTIVES_CHARS, DirectivesService
 
@@ -40,7 +41,9 @@ def directives_toolset(directives: DirectivesService) -> FunctionToolset[AgentDe
         current = await directives.get()
         new = text if mode == "replace" else (current.rstrip() + "\n\n" + text).strip()
         if len(new) > MAX_DIRECTIVES_CHARS:
-            return f"Not changed: directives may hold at most {MAX_DIRECTIVES_CHARS} characters."
+            return failure(
+                f"Not changed: directives may hold at most {MAX_DIRECTIVES_CHARS} characters."
+            )
         await directives.put(new)
         return f"Directives updated ({mode}); they now hold {len(new)} characters."
 

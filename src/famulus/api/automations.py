@@ -116,9 +116,9 @@ def _svc(c: Container) -> AutomationService:
     return service
 
 
-def _out(row: AutomationRow, svc: AutomationService) -> dict[str, Any]:
+def _out(row: AutomationRow, svc: AutomationService, running: bool | None = None) -> dict[str, Any]:
     data = {k: v for k, v in row.__dict__.items() if k != "session_id"}
-    return {**data, "running": svc.is_running(row.id)}
+    return {**data, "running": svc.is_running(row.id) if running is None else running}
 
 
 def _delivery(row: DeliveryRow) -> dict[str, Any]:
@@ -167,12 +167,15 @@ async def events(c: Container = Depends(container)) -> StreamingResponse:
 @router.get("/automations/{automation_id}", response_model=AutomationDetail)
 async def get_one(automation_id: RowId, c: Container = Depends(container)) -> Any:
     svc = _svc(c)
+    # Read "running" before the rows: a run that ends in between then shows as
+    # running (the client looks again), never as over with its result missing.
+    running = svc.is_running(automation_id)
     row = await svc.get(automation_id)
     runs = [
         {**run.__dict__, "deliveries": [_delivery(d) for d in deliveries]}
         for run, deliveries in await svc.runs_with_deliveries(automation_id)
     ]
-    return {**_out(row, svc), "session_id": await svc.session_of(row), "runs": runs}
+    return {**_out(row, svc, running), "session_id": await svc.session_of(row), "runs": runs}
 
 
 @router.patch("/automations/{automation_id}", response_model=Automation)

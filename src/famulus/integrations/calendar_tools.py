@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent.clock import zone_name
+from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.container import Container
@@ -64,13 +65,13 @@ def calendar_toolset(client: CalendarClient, zone: ZoneInfo) -> FunctionToolset[
         start = start if start.tzinfo else start.replace(tzinfo=zone)
         end = end if end.tzinfo else end.replace(tzinfo=zone)
         if not summary.strip():
-            return "Not created: the event needs a summary."
+            return failure("Not created: the event needs a summary.")
         if end <= start:
-            return "Not created: the end must be after the start."
+            return failure("Not created: the end must be after the start.")
         try:
             event = await client.create(summary.strip(), start, end, location, description)
         except CalendarError as exc:
-            return f"Not created: {exc}"
+            return failure(f"Not created: {exc}")
         used("calendar")
         return "Created:\n" + describe(event, zone)
 

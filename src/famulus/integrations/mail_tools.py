@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.container import Container
 from famulus.errors import FamulusError
@@ -66,7 +67,7 @@ def read_toolset(settings: Settings) -> FunctionToolset[Any]:
         try:
             message = await MailClient(settings).read(str(uid), folder)
         except FamulusError as exc:
-            return f"Could not read the message: {exc.detail}"
+            return failure(f"Could not read the message: {exc.detail}")
         used("mail")
         return message.as_text()
 
@@ -88,11 +89,11 @@ def send_toolset(settings: Settings) -> FunctionToolset[Any]:
         """
         problem = _check(to, subject, body)
         if problem:
-            return f"Not sent: {problem}"
+            return failure(f"Not sent: {problem}")
         try:
             await send_email(settings, to, subject, body)
         except FamulusError as exc:
-            return f"Not sent: {exc.detail}"
+            return failure(f"Not sent: {exc.detail}")
         used("mail")
         return f"Sent to {to}."
 

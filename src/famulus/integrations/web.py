@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 
 from famulus import config_keys
+from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.container import Container
 
@@ -510,15 +511,15 @@ class WebService:
         """The tool result: a numbered list, or a readable failure."""
         query = query.strip()
         if not query:
-            return "Web search needs a non-empty query."
+            return failure("Web search needs a non-empty query.")
         backend = await self.backend()
         if backend is None:
-            return "Web search is not available (no search backend is configured)."
+            return failure("Web search is not available (no search backend is configured).")
         n = max(1, min(MAX_RESULTS, int(num_results)))
         try:
             hits = await backend.search(query, n)
         except WebError as exc:
-            return f"Web search failed: {exc}"
+            return failure(f"Web search failed: {exc}")
         used("web")
         return format_hits(query, backend.name, hits)
 
@@ -526,7 +527,7 @@ class WebService:
         try:
             text = await fetch_page(url, allow_private=self.allow_private)
         except WebError as exc:
-            return f"Could not fetch the page: {exc}"
+            return failure(f"Could not fetch the page: {exc}")
         used("web")
         return text
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent import scope
+from famulus.agent.outcome import failure
 from famulus.errors import FamulusError, NotFound
 from famulus.memory.service import FACT_KINDS, MemoryService
 
@@ -37,11 +38,11 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
             source_ref: optional pointer into the source, e.g. a mail uid or an event uid.
         """
         if scope.read_only():
-            return scope.READ_ONLY_REFUSAL
+            return failure(scope.READ_ONLY_REFUSAL)
         if not text.strip():
-            return "Not remembered: the text is empty; write the fact as one sentence."
+            return failure("Not remembered: the text is empty; write the fact as one sentence.")
         if len(text) > MAX_FACT_CHARS:
-            return f"Not remembered: a fact may hold at most {MAX_FACT_CHARS} characters."
+            return failure(f"Not remembered: a fact may hold at most {MAX_FACT_CHARS} characters.")
         duplicate = await memory.find_duplicate(text)
         if duplicate is not None:
             scope.used("memory")
@@ -53,7 +54,7 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
         try:
             row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
         except FamulusError as exc:
-            return f"Not remembered: {exc.detail}"
+            return failure(f"Not remembered: {exc.detail}")
         scope.used("memory")
         return f"Remembered as fact #{row.id}."
 

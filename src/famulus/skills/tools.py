@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent import scope
+from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.container import Container
@@ -169,11 +170,13 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         hold a SKILL.md. The skill then becomes available as /<name>.
         """
         if not source.strip() or len(source) > 500:
-            return "Not installed: source must be 1-500 characters, owner/repo/path/to/skill."
+            return failure(
+                "Not installed: source must be 1-500 characters, owner/repo/path/to/skill."
+            )
         try:
             skill = await c.extras["skill_installer"].install(source)
         except FamulusError as exc:
-            return f"Not installed: {exc.detail}"
+            return failure(f"Not installed: {exc.detail}")
         used("skills")
         return f"Installed the skill /{skill.name}: {skill.description}" + (
             f" It has scripts: {', '.join(skill.scripts)}." if skill.scripts else ""
@@ -211,9 +214,9 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
                 body.vision,
             )
         except ValidationError as exc:
-            return f"Not added: {_validation_sentence(exc)}."
+            return failure(f"Not added: {_validation_sentence(exc)}.")
         except FamulusError as exc:
-            return f"Not added: {exc.detail}"
+            return failure(f"Not added: {exc.detail}")
         key = " with an API key" if body.api_key else " without an API key"
         return (
             f"Added the custom model '{body.model_id}' at {body.base_url}{key}"
@@ -232,32 +235,34 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         """
         argv_extra = list(args or [])
         if len(argv_extra) > MAX_ARGS or any(len(a) > MAX_ARG_CHARS for a in argv_extra):
-            return f"Not run: at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters each."
+            return failure(
+                f"Not run: at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters each."
+            )
         if any("\x00" in a for a in argv_extra):
-            return "Not run: arguments may not contain NUL characters."
+            return failure("Not run: arguments may not contain NUL characters.")
         skill = c.extras["skills"].get(name)
         if skill is None:
-            return f"Not run: no skill named '{name}'."
+            return failure(f"Not run: no skill named '{name}'.")
         sandbox: Sandbox = c.extras["skill_sandbox"]
         problem = await sandbox.problem()
         if problem is not None:
-            return f"Not run: {problem}"
+            return failure(f"Not run: {problem}")
         approvals = ScriptApprovals(c.kv)
         if scope.origin() == "automation" and not await approvals.approved(skill):
-            return (
+            return failure(
                 f"Not run: the person has not yet run a script of '{skill.name}' in a chat "
                 "(or it changed since); automations run only scripts of skills the person "
                 "approved once."
             )
         chosen = choose_script(skill, script)
         if isinstance(chosen, str):
-            return f"Not run: {chosen}"
+            return failure(f"Not run: {chosen}")
         try:
             argv = command_for(chosen)
         except OSError as exc:
-            return f"Not run: the script could not be read ({exc.strerror or exc})."
+            return failure(f"Not run: the script could not be read ({exc.strerror or exc}).")
         if isinstance(argv, str):
-            return f"Not run: {argv}"
+            return failure(f"Not run: {argv}")
         timeout = SCRIPT_TIMEOUT_S
         folder = skill.path.resolve()
         jail = sandbox.jail([*argv, *argv_extra], folder, network=skill.network)
@@ -266,7 +271,7 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         try:
             code, raw, total = await run_script(jail, folder, timeout)
         except OSError as exc:
-            return f"Not run: the script could not be started ({exc.strerror or exc})."
+            return failure(f"Not run: the script could not be started ({exc.strerror or exc}).")
         used("skills")
         rel = chosen.relative_to(skill.path.resolve()).as_posix()
         if code is None:
