@@ -186,3 +186,127 @@ async def test_unreachable_host_is_502(tmp_path: Path) -> None:
         ) as c:
             r = await c.post("/skills/install", json={"source": "a/b/c"})
             assert r.status_code == 502 and r.json()["code"] == "upstream_error"
+
+
+# -- a hostile code host: each refusal is a clear 422 and nothing is left behind --
+
+DEEP = "/".join(f"level-{i:03d}" for i in range(700))
+BOMB = b"""---
+name: bomb
+description: Laughs.
+a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+parameters: [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+---
+Boom.
+"""
+HOSTILE: dict[str, dict[str, Any]] = {
+    "evil/skills": {
+        "nul/SKILL.md": manifest("nul"),
+        "nul/bad\x00name.txt": b"x",
+        "long/SKILL.md": manifest("long"),
+        f"long/{'a' * 300}.txt": b"x",
+        "twin/SKILL.md": manifest("twin"),
+        "twin/a/b.txt": b"inside",
+        "deep/SKILL.md": manifest("deep"),
+        f"deep/{DEEP}/leaf.txt": b"x",
+        "newline/SKILL.md": b'---\nname: "newline\\n"\ndescription: Ends in a newline.\n---\nGo.\n',
+        "bomb/SKILL.md": BOMB,
+        "many/SKILL.md": manifest("many"),
+        **{f"many/f{i}.txt": b"x" for i in range(300)},
+    }
+}
+# "twin" lists "a" both as a folder (above) and as a file, whose content it serves.
+TWIN_FILE = {"name": "a", "path": "twin/a", "type": "file", "size": 1}
+
+
+@pytest.fixture
+async def hostile_client(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[httpx.AsyncClient, Settings, list[str]]]:
+    log: list[str] = []
+    with fake_codehost(
+        HOSTILE,
+        extra_entries={"twin": [TWIN_FILE]},
+        extra_files={"twin/a": b"a file"},
+        log=log,
+    ) as url:
+        settings = Settings(
+            home=tmp_path / "home", api_key=API_KEY, project_dir=tmp_path, skills_host_url=url
+        )  # type: ignore[arg-type]
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://t",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as c:
+                yield c, settings, log
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("evil/skills/nul", "a name with a NUL or control character: 'bad\\x00name.txt'"),
+        ("evil/skills/long", "a name longer than 255 bytes"),
+        ("evil/skills/twin", "lists 'a' more than once, or as both a file and a folder"),
+        ("evil/skills/deep", "nested more than 10 deep"),
+        ("evil/skills/newline", "SKILL.md 'name' must be lower-case letters"),
+        ("evil/skills/bomb", "may not use YAML anchors or aliases"),
+        ("evil/skills/many", "more than 200 files"),
+        ("evil\n/skills/many", "source must look like"),
+    ],
+)
+async def test_hostile_trees_are_422(hostile_client: Any, source: str, message: str) -> None:
+    client, settings, _ = hostile_client
+    r = await client.post("/skills/install", json={"source": source})
+    assert r.status_code == 422, r.text
+    assert r.json()["code"] == "invalid_request" and message in r.json()["detail"], r.text
+    assert _global_entries(settings) == []
+    names = [s["name"] for s in (await client.get("/skills")).json()["skills"]]
+    assert not {"nul", "long", "twin", "deep", "newline", "bomb", "many"} & set(names)
+
+
+async def test_file_count_is_checked_before_downloading(hostile_client: Any) -> None:
+    client, _, log = hostile_client
+    r = await client.post("/skills/install", json={"source": "evil/skills/many"})
+    assert r.status_code == 422 and "more than 200 files" in r.json()["detail"]
+    fetched = [p for p in log if p.startswith("/repos/evil/skills/contents/many/")]
+    assert fetched == []  # only the folder was listed; no file was downloaded
+
+
+async def test_a_deep_tree_stops_listing_early(hostile_client: Any) -> None:
+    client, _, log = hostile_client
+    r = await client.post("/skills/install", json={"source": "evil/skills/deep"})
+    assert r.status_code == 422
+    assert len(log) < 20  # the repo, then at most 11 folder listings, not 700
+
+
+async def test_a_slow_host_hits_the_install_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from famulus.skills import installer
+
+    monkeypatch.setattr(installer, "INSTALL_TIMEOUT_S", 0.5)
+    repos = {"slow/skills": {"s/SKILL.md": manifest("s"), **{f"s/f{i}": b"x" for i in range(20)}}}
+    with fake_codehost(repos, delay=0.1) as url:
+        settings = Settings(
+            home=tmp_path / "h", api_key=API_KEY, project_dir=tmp_path, skills_host_url=url
+        )  # type: ignore[arg-type]
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://t",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as c:
+                r = await c.post("/skills/install", json={"source": "slow/skills/s"})
+    assert r.status_code == 502 and r.json()["code"] == "upstream_error", r.text
+    assert "did not deliver 'slow/skills/s' within 0.5 s" in r.json()["detail"]
+    assert _global_entries(settings) == []

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 # repo "owner/name" → {path: bytes (a file) | ("symlink", target) | ("submodule", "")}
 Repos = dict[str, dict[str, Any]]
@@ -39,8 +41,20 @@ def _listing(files: dict[str, Any], folder: str) -> list[dict[str, Any]] | None:
 
 
 @contextmanager
-def fake_codehost(repos: Repos, lie_about_paths: dict[str, str] | None = None) -> Iterator[str]:
-    """Serve ``repos``; ``lie_about_paths`` rewrites listed paths (traversal tests)."""
+def fake_codehost(
+    repos: Repos,
+    lie_about_paths: dict[str, str] | None = None,
+    extra_entries: dict[str, list[dict[str, Any]]] | None = None,
+    extra_files: dict[str, bytes] | None = None,
+    delay: float = 0.0,
+    log: list[str] | None = None,
+) -> Iterator[str]:
+    """Serve ``repos``; ``lie_about_paths`` rewrites listed paths (traversal tests).
+
+    A hostile host: ``extra_entries`` adds raw entries to a folder's listing and
+    ``extra_files`` serves file contents at paths the listing does not explain;
+    ``delay`` slows every answer; ``log`` collects every requested path.
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -55,6 +69,10 @@ def fake_codehost(repos: Repos, lie_about_paths: dict[str, str] | None = None) -
             self.wfile.write(raw)
 
         def do_GET(self) -> None:  # noqa: N802
+            if log is not None:
+                log.append(self.path)
+            if delay:
+                time.sleep(delay)
             parts = self.path.split("?")[0].strip("/").split("/")
             if len(parts) < 3 or parts[0] != "repos":
                 return self._send(404, {"message": "Not Found"})
@@ -64,13 +82,20 @@ def fake_codehost(repos: Repos, lie_about_paths: dict[str, str] | None = None) -
                 return self._send(404, {"message": "Not Found"})
             if len(parts) == 3:
                 return self._send(200, {"full_name": repo})
-            path = "/".join(parts[4:])
+            path = unquote("/".join(parts[4:]))
+            if path in (extra_files or {}):
+                content = base64.b64encode((extra_files or {})[path]).decode()
+                return self._send(
+                    200, {"type": "file", "path": path, "encoding": "base64", "content": content}
+                )
             if path in files and isinstance(files[path], bytes):
                 content = base64.b64encode(files[path]).decode()
                 return self._send(
                     200, {"type": "file", "path": path, "encoding": "base64", "content": content}
                 )
             listing = _listing(files, path)
+            if listing is not None:
+                listing += (extra_entries or {}).get(path, [])
             if listing is None:
                 return self._send(404, {"message": "Not Found"})
             for entry in listing:

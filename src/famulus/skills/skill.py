@@ -16,7 +16,7 @@ import yaml
 from famulus.errors import InvalidRequest
 
 Location = Literal["builtin", "project", "global"]
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")  # whole name: fullmatch
 SCRIPT_SUFFIXES = {".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl"}
 MANIFEST = "SKILL.md"
 
@@ -44,14 +44,16 @@ def parse_manifest(text: str) -> tuple[dict[str, Any], str]:
     parts = text.split("\n---", 1)
     if len(parts) != 2:
         raise InvalidRequest("SKILL.md front matter is not closed by a '---' line.")
+    front = parts[0].removeprefix("---")
     try:
-        meta = yaml.safe_load(parts[0].removeprefix("---"))
+        _refuse_aliases(front)
+        meta = yaml.safe_load(front)
     except yaml.YAMLError as exc:
         raise InvalidRequest(f"SKILL.md front matter is not valid YAML: {exc}.") from exc
     if not isinstance(meta, dict):
         raise InvalidRequest("SKILL.md front matter must be a mapping with name and description.")
     name, description = meta.get("name"), meta.get("description")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidRequest(
             "SKILL.md 'name' must be lower-case letters, digits and '-', at most 64 characters."
         )
@@ -61,6 +63,21 @@ def parse_manifest(text: str) -> tuple[dict[str, Any], str]:
         raise InvalidRequest("SKILL.md 'network' must be true or false.")
     body = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
     return meta, body.strip()
+
+
+def _refuse_aliases(front: str) -> None:
+    """Refuse YAML anchors and aliases before anything is built from them.
+
+    Aliases let a few bytes stand for a huge structure (nested references
+    that expand on every use: a 1 KB file became 47 MB of JSON); front
+    matter has no need for them. Parsing to events builds nothing, so this
+    check is cheap whatever the input.
+    """
+    for event in yaml.parse(front, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise InvalidRequest(
+                "SKILL.md front matter may not use YAML anchors or aliases ('&name', '*name')."
+            )
 
 
 def find_scripts(folder: Path) -> list[str]:
