@@ -310,3 +310,30 @@ async def test_a_slow_host_hits_the_install_time_limit(
     assert r.status_code == 502 and r.json()["code"] == "upstream_error", r.text
     assert "did not deliver 'slow/skills/s' within 0.5 s" in r.json()["detail"]
     assert _global_entries(settings) == []
+
+
+async def test_an_entry_outside_its_listed_folder_is_422(tmp_path: Path) -> None:
+    """A listing may hold only the folder's own children: a deeper path listed
+    first, then the same name as a file, would otherwise clash on disk."""
+    repos = {"a/b": {"s/SKILL.md": manifest("s")}}
+    extra = [
+        {"name": "y", "path": "s/x/y", "type": "file", "size": 1},
+        {"name": "x", "path": "s/x", "type": "file", "size": 1},
+    ]
+    files = {"s/x/y": b"y", "s/x": b"x"}
+    with fake_codehost(repos, extra_entries={"s": extra}, extra_files=files) as url:
+        settings = Settings(
+            home=tmp_path / "h", api_key=API_KEY, project_dir=tmp_path, skills_host_url=url
+        )  # type: ignore[arg-type]
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://t",
+                headers={"Authorization": f"Bearer {API_KEY}"},
+            ) as c:
+                r = await c.post("/skills/install", json={"source": "a/b/s"})
+    assert r.status_code == 422, r.text
+    assert "listed 's/x/y' as part of the folder 's'" in r.json()["detail"]
+    assert _global_entries(settings) == []

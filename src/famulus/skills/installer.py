@@ -144,7 +144,7 @@ class SkillInstaller:
             for entry in listing:
                 if not isinstance(entry, dict):
                     raise UpstreamError("The skill host sent a folder listing of an unknown shape.")
-                _take(root, entry, listed, pending)
+                _take(root, folder, entry, listed, pending)
         return listed
 
     async def _download(self, http: httpx.AsyncClient, base: str, listed: Listed) -> Fetched:
@@ -204,13 +204,17 @@ def check_name(rel: str) -> None:
             )
 
 
-def _take(root: str, entry: dict[str, Any], listed: Listed, pending: list[str]) -> None:
-    """Check one listed entry and note it (a folder is queued for listing)."""
+def _take(
+    root: str, folder: str, entry: dict[str, Any], listed: Listed, pending: list[str]
+) -> None:
+    """Check one entry of ``folder``'s listing and note it (a folder is queued for listing)."""
     path, kind = entry.get("path"), entry.get("type")
     if not isinstance(path, str) or not path:
         raise UpstreamError("The skill host listed an entry without a path.")
     if not _inside(root, path) or path == root or ".." in path.split("/"):
         raise InvalidRequest(f"The skill contains a path outside its folder: '{path}'.")
+    if posixpath.dirname(path) != folder:
+        raise InvalidRequest(f"The skill host listed '{path}' as part of the folder '{folder}'.")
     rel = path[len(root) + 1 :]
     check_name(rel)
     if rel.count("/") + (kind == "dir") > MAX_DEPTH:
