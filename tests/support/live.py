@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,8 +56,14 @@ def serve_in_thread(app: Any) -> Iterator[str]:
 class ServerProcess:
     """A real ``famulus serve`` process with its own FAMULUS_HOME."""
 
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         self.home = home
+        self.preexec_fn = preexec_fn
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.extra_env = env or {}
@@ -74,7 +80,11 @@ class ServerProcess:
         }
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "famulus.cli", "serve"], env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "famulus.cli", "serve"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            preexec_fn=self.preexec_fn,  # noqa: PLW1509
         )
         wait_healthy(self.base_url)
         return self

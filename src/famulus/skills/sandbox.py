@@ -95,7 +95,7 @@ class Sandbox:
         wrapped = self._argv(skill_dir, skill_dir, network=network)
         for key, value in env.items():
             wrapped += ["--setenv", key, value]
-        return Jail([*wrapped, "--", *argv], {"PATH": PATH})
+        return Jail([*wrapped, "--", *argv], {})  # bwrap itself holds no environment
 
     def _argv(self, cwd: Path, skill_dir: Path | None, *, network: bool) -> list[str]:
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
