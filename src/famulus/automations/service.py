@@ -93,7 +93,8 @@ class AutomationService:
             fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), now)
             fields["enabled_at"] = iso(now)
         updated = await self.store.update(automation_id, fields)
-        assert updated is not None
+        if updated is None:  # deleted by a request that ran in between
+            raise NotFound(f"No automation with id {automation_id}.")
         return updated
 
     async def flip(self, automation_id: int, field: str) -> AutomationRow:

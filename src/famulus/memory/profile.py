@@ -89,7 +89,8 @@ async def update_entry(memory: MemoryService, entry_id: int, **fields: Any) -> d
     if fields.get("summary") is not None:
         fields["summary"] = " ".join(fields["summary"].split())
     row = await memory.extra.update_profile(entry_id, **fields)
-    assert row is not None
+    if row is None:  # removed by a request that ran in between
+        raise NotFound(f"No profile entry with id {entry_id}.")
     return row
 
 

@@ -163,7 +163,8 @@ class MemoryService:
             row = await self.store.update_fact(
                 fact_id, text=_clean(text) if text is not None else None, kind=kind
             )
-            assert row is not None
+            if row is None:  # deleted by a request that ran in between
+                raise NotFound(f"No fact with id {fact_id}.")
             if text is not None and current.archived_at is None:
                 await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
@@ -205,7 +206,8 @@ class MemoryService:
         await self.get_observation(obs_id)
         async with self.write_lock:
             row = await self.store.update_observation(obs_id, _clean(summary))
-            assert row is not None
+            if row is None:  # deleted by a request that ran in between
+                raise NotFound(f"No observation with id {obs_id}.")
             await self._embed_rows(self._space(), "observation", [(row.id, row.summary)])
         return row
 

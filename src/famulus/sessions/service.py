@@ -95,7 +95,8 @@ class SessionService:
     async def rename(self, session_id: str, name: str) -> SessionRow:
         await self.get(session_id)
         row = await self.store.update(session_id, name=name)
-        assert row is not None
+        if row is None:  # removed by a request that ran in between
+            raise NotFound(f"No session with id '{session_id}'.")
         await self.events.publish(session_id, "session_renamed", session_id=session_id, name=name)
         return row
 
@@ -108,7 +109,8 @@ class SessionService:
         if row.archived_at is not None:
             return row
         row2 = await self.store.update(session_id, archived_at=now_iso())
-        assert row2 is not None
+        if row2 is None:  # removed by a request that ran in between
+            raise NotFound(f"No session with id '{session_id}'.")
         await self.events.publish(session_id, "session_archived", session_id=session_id)
         return row2
 
@@ -117,7 +119,8 @@ class SessionService:
         if row.archived_at is None:
             return row
         row2 = await self.store.update(session_id, archived_at=None, last_activity=now_iso())
-        assert row2 is not None
+        if row2 is None:  # removed by a request that ran in between
+            raise NotFound(f"No session with id '{session_id}'.")
         await self.events.publish(session_id, "session_restored", session_id=session_id)
         return row2
 

@@ -11,6 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from famulus.errors import NotFound
 from famulus.store.db import Database
 from famulus.timeutil import now_iso
 
@@ -24,6 +25,14 @@ class EventRow:
     created_at: str
 
 
+class SessionGone(NotFound):
+    """The session was deleted while a request or run was still writing to it
+    (a race the caller lost); answered like any unknown session."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"No session with id '{session_id}' (it was just deleted).")
+
+
 class EventStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -33,6 +42,11 @@ class EventStore:
         run_id = data.get("run_id")
 
         def op(conn: sqlite3.Connection) -> EventRow:
+            if (
+                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                is None
+            ):
+                raise SessionGone(session_id)
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
