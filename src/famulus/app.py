@@ -13,6 +13,7 @@ from famulus import __version__
 from famulus.api import directives, health, sessions, sse
 from famulus.api.bodyless import BodylessMiddleware
 from famulus.api.deps import require_key
+from famulus.api.depth import JsonDepthMiddleware
 from famulus.api.errors import install_error_handlers
 from famulus.api.limits import BodyLimitMiddleware
 from famulus.container import Container, build_container
@@ -53,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.container = container
     install_error_handlers(app)
     app.add_middleware(BodylessMiddleware, openapi=app.openapi)
+    app.add_middleware(JsonDepthMiddleware)  # inside the size limit, before any parsing
     app.add_middleware(
         BodyLimitMiddleware,
         default_limit=settings.max_body_bytes,

@@ -223,3 +223,36 @@ def test_slow_key_checks_do_not_hold_up_other_requests(tmp_path: Path) -> None:
         for t in attackers:
             t.join()
     assert elapsed < 0.3, elapsed
+
+
+DEEP = b"[" * 10_000 + b"]" * 10_000
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/session/clear"),
+        ("POST", "/sessions"),
+        ("PATCH", "/sessions/x"),
+        ("POST", "/facts"),
+    ],
+)
+async def test_a_too_deep_body_is_400_after_the_key_check(
+    anon: httpx.AsyncClient, method: str, path: str
+) -> None:
+    from tests.conftest import API_KEY
+
+    json_type = {"Content-Type": "application/json"}
+    r = await anon.request(method, path, content=DEEP, headers=json_type)
+    assert r.status_code == 401, r.text  # the caller is judged first
+    bad = {**json_type, "Authorization": "Bearer wrong"}
+    assert (await anon.request(method, path, content=DEEP, headers=bad)).status_code == 401
+    ok = {**json_type, "Authorization": f"Bearer {API_KEY}"}
+    r = await anon.request(method, path, content=DEEP, headers=ok)
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == "invalid_request" and "nested more than 100" in r.json()["detail"]
+
+
+async def test_brackets_inside_strings_are_not_nesting(client: httpx.AsyncClient) -> None:
+    r = await client.post("/facts", json={"text": "[" * 500 + " brackets are text " + "{" * 500})
+    assert r.status_code == 201, r.text

@@ -30,18 +30,23 @@ def require_key(
     nothing, and counting it would lock out a client that merely forgot the
     header. A valid key clears the address's count.
     """
-    c = container(request)
-    client = client_address(request)
+    scheme, token = (credentials.scheme, credentials.credentials) if credentials else ("", "")
+    authenticate(container(request), client_address(request), scheme, token)
+    _refuse_unexpected_body(request)
+
+
+def authenticate(c: Container, client: str, scheme: str, token: str) -> None:
+    """Raise Unauthorized or RateLimited unless ``token`` is the key (shared with
+    the middleware that must know the caller before it judges a body)."""
     c.throttle.check(client)
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    if not token or scheme.lower() != "bearer":
         raise Unauthorized("Missing API key: send 'Authorization: Bearer <API_KEY>'.")
-    if not c.verifier.verify(credentials.credentials):
+    if not c.verifier.verify(token):
         c.throttle.record_failure(client)
         raise Unauthorized(
             "Invalid API key. Use the key printed at first start, or run 'famulus key reset'."
         )
     c.throttle.clear(client)
-    _refuse_unexpected_body(request)
 
 
 def _refuse_unexpected_body(request: Request) -> None:

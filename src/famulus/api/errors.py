@@ -94,6 +94,11 @@ def _domain_errors(exc: FamulusError) -> list[dict[str, Any]]:
 
 def _domain(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FamulusError)
+    return domain_response(exc)
+
+
+def domain_response(exc: FamulusError) -> JSONResponse:
+    """The response for one of our errors (also used by middleware, outside routing)."""
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
     if exc.status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
