@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -16,6 +17,7 @@ from famulus.api.deps import require_key
 from famulus.api.depth import JsonDepthMiddleware
 from famulus.api.errors import install_error_handlers
 from famulus.api.limits import BodyLimitMiddleware
+from famulus.api.openapi import describe_errors
 from famulus.container import Container, build_container
 from famulus.settings import Settings
 
@@ -71,12 +73,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _add_openapi_route(app: FastAPI) -> None:
-    """/openapi.json needs the key like every endpoint but /health."""
+    """/openapi.json needs the key like every endpoint but /health; the document
+    describes the error body the server really sends (``api/openapi.py``)."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = describe_errors(
+                get_openapi(
+                    title=app.title, version=app.version, summary=app.summary, routes=app.routes
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = build  # type: ignore[method-assign]
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_key)])
     async def openapi() -> JSONResponse:
-        if app.openapi_schema is None:
-            app.openapi_schema = get_openapi(
-                title=app.title, version=app.version, summary=app.summary, routes=app.routes
-            )
-        return JSONResponse(app.openapi_schema)
+        return JSONResponse(app.openapi())

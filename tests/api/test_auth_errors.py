@@ -117,6 +117,24 @@ async def test_unknown_route_and_wrong_method(client: httpx.AsyncClient) -> None
     assert r.status_code == 404 and r.json()["code"] == "not_found"
     r = await client.delete("/directives")
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    assert r.headers["allow"] == "GET, PUT"
+    # each method of a path is its own route: Allow still names them all
+    r = await client.put("/sessions/abc")
+    assert r.status_code == 405 and r.headers["allow"] == "DELETE, PATCH"
+
+
+async def test_openapi_describes_the_real_error_body(client: httpx.AsyncClient) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    error = doc["components"]["schemas"]["Error"]
+    assert error["required"] == ["detail", "code"]
+    assert error["properties"]["detail"]["type"] == "string"
+    op = doc["paths"]["/sessions/{session_id}"]["patch"]["responses"]
+    for status in ("400", "401", "404", "413", "415", "422", "429"):
+        schema = op[status]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/Error"}, status
+    health = doc["paths"]["/health"]["get"]["responses"]
+    assert "401" not in health and "422" not in health
 
 
 async def test_oversized_bodies_are_413(client: httpx.AsyncClient) -> None:

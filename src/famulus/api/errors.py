@@ -123,7 +123,21 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     else:
         detail = str(exc.detail)
     headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
     return error_response(exc.status_code, detail, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the API serves at this path, read from the app's OpenAPI
+    document: each method of a path is its own route, so the one route Starlette
+    tried names only its own."""
+    found: set[str] = set()
+    for path, operations in request.app.openapi().get("paths", {}).items():
+        pattern = "^" + re.sub(r"\{[^}/]+\}", "[^/]+", path) + "$"
+        if re.match(pattern, request.url.path):
+            found |= {m.upper() for m in operations if m != "parameters"}
+    return sorted(found)
 
 
 def _overflow(request: Request, exc: Exception) -> JSONResponse:
