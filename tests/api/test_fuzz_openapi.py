@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from tests.conftest import API_KEY
 from tests.support.live import serve_in_thread
 
@@ -57,3 +62,8 @@ def test_no_server_errors(case: schemathesis.Case, base_url: str) -> None:
     if response.status_code >= 400:
         body = response.json()
         assert {"detail", "code"} <= set(body), body
+    # Every status documented, every body and content type as the document says.
+    case.validate_response(
+        response,
+        checks=[status_code_conformance, content_type_conformance, response_schema_conformance],
+    )

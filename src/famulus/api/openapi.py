@@ -81,8 +81,9 @@ def describe_errors(doc: dict[str, Any]) -> dict[str, Any]:
 def _operation_errors(path: str, method: str, operation: dict[str, Any]) -> None:
     responses: dict[str, Any] = operation["responses"]
     wanted = dict(_COMMON) if path not in _PUBLIC else {"500": _COMMON["500"]}
-    if re.search(r"\{[^}]+\}", path):
-        wanted["404"] = "No such item (or no such route)."
+    looks_up = operation.get("parameters") or operation.get("requestBody")
+    if path not in _PUBLIC and (re.search(r"\{[^}]+\}", path) or looks_up):
+        wanted["404"] = "An id in the path, query or body names nothing that exists."
     if method.upper() in ("POST", "PUT", "PATCH", "DELETE"):
         wanted.update(_WITH_BODY)
     for status, description in wanted.items():
