@@ -54,30 +54,44 @@ def fake_vector(text: str, dim: int) -> list[float]:
 
 @contextmanager
 def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str, Any]]:
-    """An OpenAI-compatible ``POST /embeddings`` on 127.0.0.1 (deterministic vectors)."""
-    state: dict[str, Any] = {"requests": 0}
+    """An OpenAI-compatible ``POST /embeddings`` on 127.0.0.1 (deterministic vectors).
+
+    ``GET /models`` answers too (the key check of ``POST /providers/openai/connect``).
+    Set ``state["fail_after"] = n`` to answer 500 to every request after the n-th;
+    ``state["texts"]`` counts the texts embedded successfully.
+    """
+    state: dict[str, Any] = {"requests": 0, "texts": 0, "fail_after": None}
 
     class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, payload: bytes) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away (a test killed the server it served)
+
+        def do_GET(self) -> None:  # noqa: N802
+            models = [{"id": "text-embedding-3-small", "object": "model"}]
+            self._send(200, json.dumps({"object": "list", "data": models}).encode())
+
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state["requests"] += 1
             state["auth"] = self.headers.get("Authorization")
             time.sleep(delay)
-            if state.get("fail_after") is not None and state["requests"] > state["fail_after"]:
-                self.send_response(500)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            fail_after = state["fail_after"]
+            if fail_after is not None and state["requests"] > fail_after:
+                self._send(500, b'{"error": {"message": "overloaded"}}')
                 return
+            state["texts"] += len(body["input"])
             data = [
                 {"index": i, "embedding": fake_vector(t, dim), "object": "embedding"}
                 for i, t in enumerate(body["input"])
             ]
-            payload = json.dumps({"data": data, "model": body["model"]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self._send(200, json.dumps({"data": data, "model": body["model"]}).encode())
 
         def log_message(self, *args: Any) -> None:
             pass
