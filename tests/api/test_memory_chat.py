@@ -195,3 +195,16 @@ async def test_bad_remember_input_is_a_tool_result_not_a_crash(
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["result"].startswith("Not remembered")
     assert (await client.get("/stats")).json()["fact_count"] == 0
+
+
+async def test_an_empty_memory_embeds_no_query(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to compare with: recall skips the query embedding (5-10 ms of CPU
+    per chat turn) and still runs the full-text side."""
+    service = app.state.container.extras["memory"].service
+
+    async def no_embedding(texts: Any) -> Any:
+        raise AssertionError("the query was embedded")
+
+    monkeypatch.setattr(service.space.embedder, "embed", no_embedding)
+    recalled = await service.recall("when is my dentist appointment")
+    assert recalled.facts == [] and recalled.observations == []

