@@ -141,3 +141,52 @@ async def test_embedding_config_errors(client: httpx.AsyncClient) -> None:
     assert (await client.post("/config/embedding", json={})).status_code == 422
     models = (await client.get("/models/embedding")).json()
     assert all(not m["available"] for m in models["models"] if m["provider"] != "local")
+
+
+async def test_start_up_backfill_runs_in_the_background(settings: Any) -> None:
+    """Rows without vectors are embedded after start, not during it: the app
+    answers at once and the audit shows the backfill's progress."""
+    import sqlite3
+    import time
+
+    from tests.conftest import API_KEY
+
+    from famulus.app import create_app
+
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    first = create_app(settings)
+    async with first.router.lifespan_context(first):
+        transport = httpx.ASGITransport(app=first)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=auth) as c:
+            for n in range(100):
+                await c.post("/facts", json={"text": f"Note {n}: the ladder is behind the shed"})
+    conn = sqlite3.connect(settings.db_path)  # as after a crash between row and vector
+    conn.execute("DELETE FROM memory_vectors")
+    conn.commit()
+    conn.close()
+
+    second = create_app(settings)
+    service = second.state.container.extras["memory"].service
+    real = service._embed_rows
+    gate = asyncio.Event()
+
+    async def held(*args: Any) -> None:
+        await gate.wait()
+        await real(*args)
+
+    service._embed_rows = held
+    began = time.monotonic()
+    async with second.router.lifespan_context(second):
+        assert time.monotonic() - began < 5  # start did not wait for 100 embeddings
+        transport = httpx.ASGITransport(app=second)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=auth) as c:
+            state = (await c.get("/memory/audit")).json()["backfill"]
+            assert state["status"] == "running" and state["total"] == 100 and state["done"] == 0
+            gate.set()
+            for _ in range(200):
+                audit = (await c.get("/memory/audit")).json()
+                if audit["backfill"]["status"] != "running":
+                    break
+                await asyncio.sleep(0.05)
+            assert audit["backfill"]["status"] == "completed"
+            assert audit["backfill"]["done"] == 100 and audit["ok"] is True

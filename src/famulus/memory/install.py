@@ -89,6 +89,7 @@ def install(app: FastAPI, container: Container) -> None:
     async def stop() -> None:
         await jobs.stop()
         await reindex.stop_reindex(service)
+        await service.stop()
 
     container.on_start(service.start)
     container.on_start(jobs.resume)

@@ -51,6 +51,7 @@ class MemoryService:
         self.llm_getter = llm_getter
         self.space: Space | None = None
         self.reindex = ReindexState()
+        self.catch_up = ReindexState()  # the start-up backfill, in the background
         # Serialises fact/observation writes with a model switch so none is lost.
         self.write_lock = asyncio.Lock()
         # Attached by install(): the parts that run models or timers.
@@ -61,31 +62,59 @@ class MemoryService:
     # -- lifecycle and status ----------------------------------------------
 
     async def start(self) -> None:
+        """Load the vectors, then catch up on missing ones in the background: with
+        thousands of rows to embed, waiting here would keep the server from
+        answering (even /health) for tens of seconds. Recall works meanwhile;
+        rows not yet embedded are found by full-text search."""
         model = await self.kv.get(config_keys.EMBEDDING_MODEL, LOCAL_MODEL_ID)
         embedder = await self.factory.build_or_local(model)
         self.space = await load_space(self.store, embedder)
-        await self.backfill()
+        self.catch_up = ReindexState(status="running", model=embedder.model_id)
+        self.catch_up.task = asyncio.create_task(self._catch_up(self.catch_up))
 
-    async def backfill(self) -> int:
+    async def _catch_up(self, state: ReindexState) -> None:
+        try:
+            await self.backfill(state)
+            state.status = "completed"
+        except asyncio.CancelledError:
+            state.status = "failed"
+            state.error = "The server stopped before the backfill finished; it resumes at start."
+            raise
+        except Exception as exc:
+            log.exception("embedding backfill failed")
+            state.status = "failed"
+            state.error = f"The embedding backfill failed ({type(exc).__name__}); see the log."
+
+    async def stop(self) -> None:
+        task = self.catch_up.task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def backfill(self, progress: ReindexState | None = None) -> int:
         """Re-embed active rows whose vector is missing, stale or not in the index.
 
         Runs at start-up (repairs a crash between a row write and its vector)
         and is what the audit's drift findings call for.
         """
         space = self._space()
-        count = 0
+        todo: dict[str, list[tuple[int, str]]] = {}
         for owner in ("fact", "observation"):
             have = await self.store.vector_hashes(owner, space.model_id)
             in_index = space.index(owner).ids()
-            todo = [
+            todo[owner] = [
                 (i, t)
                 for i, t in await self.store.texts_to_embed(owner)
                 if have.get(i) != text_hash(t) or i not in in_index
             ]
-            for start in range(0, len(todo), 64):
-                await self._embed_rows(space, owner, todo[start : start + 64])
-            count += len(todo)
-        return count
+        if progress is not None:
+            progress.total = sum(len(rows) for rows in todo.values())
+        for owner, rows in todo.items():
+            for start in range(0, len(rows), 64):
+                await self._embed_rows(space, owner, rows[start : start + 64])
+                if progress is not None:
+                    progress.done += len(rows[start : start + 64])
+        return sum(len(rows) for rows in todo.values())
 
     def current_embedding_model(self) -> str:
         return self.space.model_id if self.space else LOCAL_MODEL_ID
@@ -281,6 +310,7 @@ class MemoryService:
         body["orphan_entity_links"] = raw["orphan_entity_links"]
         body["orphan_observation_links"] = raw["orphan_observation_links"]
         body["reindex"] = self.reindex.public()
+        body["backfill"] = self.catch_up.public()
         body["ok"] = _healthy(body)
         return body
 
