@@ -6,6 +6,7 @@ count of what the next run would really send.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
 from famulus.agent import history as hist
@@ -87,6 +88,15 @@ async def _memory_context(memory: Any, session_id: str, query: str) -> str:
         return ""
 
 
+@functools.lru_cache(maxsize=32)
+def _research(
+    resolve: Callable[[], Awaitable[ResolvedModel]], shared: tuple[AbstractToolset[Any], ...]
+) -> FunctionToolset[AgentDeps]:
+    """The research tool for this set of shared toolsets, built once (area
+    toolsets are built once too, so the key repeats from run to run)."""
+    return research_toolset(resolve, shared)
+
+
 async def prepare(
     inputs: AgentInputs,
     resolved: ResolvedModel,
@@ -104,7 +114,7 @@ async def prepare(
     area_toolsets.extend(inputs.extra_toolsets)
     toolsets: list[AbstractToolset[AgentDeps]] = [
         time_toolset(),
-        research_toolset(inputs.resolve_research, read_only(area_toolsets)),
+        _research(inputs.resolve_research, tuple(read_only(area_toolsets))),
         directives_toolset(inputs.directives_service),
         *area_toolsets,
     ]

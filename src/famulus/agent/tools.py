@@ -7,6 +7,7 @@ message was sent with ``skip_approvals``.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from pydantic_ai import RunContext
@@ -15,9 +16,11 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from famulus.agent.clock import describe_now, now_in
 from famulus.agent.outcome import failure
 from famulus.agent.sink import AgentDeps
+from famulus.agent.toolcache import per_owner
 from famulus.directives import MAX_DIRECTIVES_CHARS, DirectivesService
 
 
+@functools.cache
 def time_toolset() -> FunctionToolset[AgentDeps]:
     tools: FunctionToolset[AgentDeps] = FunctionToolset()
 
@@ -29,6 +32,7 @@ def time_toolset() -> FunctionToolset[AgentDeps]:
     return tools
 
 
+@per_owner
 def directives_toolset(directives: DirectivesService) -> FunctionToolset[AgentDeps]:
     tools: FunctionToolset[AgentDeps] = FunctionToolset()
 

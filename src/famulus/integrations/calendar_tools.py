@@ -81,9 +81,13 @@ def calendar_toolset(client: CalendarClient, zone: ZoneInfo) -> FunctionToolset[
 def install(app: FastAPI, container: Container) -> None:
     zone = ZoneInfo(zone_name(container.settings.timezone))
 
+    built: list[Any] = []  # one toolset for every run (see agent/toolcache.py)
+
     async def provider() -> list[Any]:
         if not await calendar.available(container):
             return []
-        return [calendar_toolset(CalendarClient(container.settings), zone)]
+        if not built:
+            built.append(calendar_toolset(CalendarClient(container.settings), zone))
+        return list(built)
 
     container.register_toolsets(provider)

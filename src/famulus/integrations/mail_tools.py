@@ -117,12 +117,15 @@ def _check(to: str, subject: str, body: str) -> str | None:
 def install(app: FastAPI, container: Container) -> None:
     settings = container.settings
 
+    built: list[Any] = []  # one set of toolsets for every run (see agent/toolcache.py)
+
     async def provide() -> list[Any]:
         if not account.mail_configured(settings) or not await account.enabled(container):
             return []
-        toolsets: list[Any] = [read_toolset(settings)]
-        if settings.smtp_host:
-            toolsets.append(send_toolset(settings))
-        return toolsets
+        if not built:
+            built.append(read_toolset(settings))
+            if settings.smtp_host:
+                built.append(send_toolset(settings))
+        return list(built)
 
     container.register_toolsets(provide)

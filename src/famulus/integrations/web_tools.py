@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
+from famulus.agent.toolcache import per_owner
 from famulus.container import Container
 from famulus.integrations.web import WebService
 
@@ -23,6 +24,7 @@ SEARCH_TOOLSET_ID = "read-only:web-search"
 FETCH_TOOLSET_ID = "read-only:web-fetch"
 
 
+@per_owner
 def search_toolset(web: WebService) -> FunctionToolset[Any]:
     tools: FunctionToolset[Any] = FunctionToolset(id=SEARCH_TOOLSET_ID)
 
@@ -39,6 +41,7 @@ def search_toolset(web: WebService) -> FunctionToolset[Any]:
     return tools
 
 
+@per_owner
 def fetch_toolset(web: WebService) -> FunctionToolset[Any]:
     tools: FunctionToolset[Any] = FunctionToolset(id=FETCH_TOOLSET_ID)
 

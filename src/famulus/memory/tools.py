@@ -11,6 +11,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent import scope
 from famulus.agent.outcome import failure
+from famulus.agent.toolcache import per_owner
 from famulus.errors import FamulusError, NotFound
 from famulus.memory.service import FACT_KINDS, MemoryService
 
@@ -21,6 +22,7 @@ _TOOL_SOURCES = ("chat", "mail", "calendar", "init")
 MAX_FACT_CHARS = 10_000
 
 
+@per_owner
 def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
     """Recall (read-only, so the research sub-agent gets it too) and the writers."""
     reading: FunctionToolset[None] = FunctionToolset(id="read-only:memory")
