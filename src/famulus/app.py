@@ -60,7 +60,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         BodyLimitMiddleware,
         default_limit=settings.max_body_bytes,
-        overrides={"/chat/message": settings.max_chat_body_bytes},
+        overrides={
+            "/chat/message": settings.max_chat_body_bytes,
+            "/facts/import": settings.max_chat_body_bytes,
+        },
     )
     app.include_router(health.router)
     for router in _PROTECTED:

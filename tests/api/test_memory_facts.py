@@ -228,3 +228,40 @@ async def test_null_in_a_patch_is_named(client: httpx.AsyncClient) -> None:
     assert "null" in r.json()["detail"]
     r = await client.patch(f"/facts/{fid}", json={})
     assert r.status_code == 422 and "at least one field" in r.json()["detail"]
+
+
+async def test_bulk_import_embeds_in_batches(app: Any, client: httpx.AsyncClient) -> None:
+    existing = (await client.post("/facts", json={"text": "The boat is called Wren"})).json()
+    facts = [{"text": f"Import {n}: the key for box {n} is on hook {n}"} for n in range(150)]
+    facts += [
+        {"text": "The boat is called Wren"},
+        {"text": "Import 3: the key for box 3 is on hook 3"},
+    ]
+    facts.append({"text": "Prefers window seats", "kind": "preference"})
+    embedder = app.state.container.extras["memory"].service.space.embedder
+    calls: list[int] = []
+    real = embedder.embed
+
+    async def counting(texts: Any) -> Any:
+        calls.append(len(texts))
+        return await real(texts)
+
+    embedder.embed = counting
+    r = await client.post("/facts/import", json={"facts": facts})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["imported"] == 151 and body["skipped"] == 2 and len(body["fact_ids"]) == 151
+    assert calls == [64, 64, 23]  # batches, not one model call per fact
+    assert existing["fact"]["id"] not in body["fact_ids"]
+    last = (await client.get(f"/facts/{body['fact_ids'][-1]}")).json()["fact"]
+    assert last["kind"] == "preference" and last["source_type"] == "manual"
+    hits = (await client.post("/memory/recall/inspect", json={"query": "key for box 42"})).json()
+    assert "box 42" in hits["facts"][0]["text"]
+    assert (await client.get("/memory/audit")).json()["ok"] is True
+
+
+async def test_bulk_import_limits(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/facts/import", json={"facts": []})).status_code == 422
+    many = [{"text": f"fact {n}"} for n in range(5001)]
+    r = await client.post("/facts/import", json={"facts": many})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][:2] == ["body", "facts"]

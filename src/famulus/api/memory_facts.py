@@ -17,6 +17,9 @@ router = APIRouter(tags=["memory"])
 _KIND = Field(default=None, min_length=1, max_length=40, pattern=r"^[a-z_][a-z0-9_-]*$")
 
 
+MAX_IMPORT = 5000
+
+
 class FactIn(RequestBody):
     text: str = Field(min_length=1, max_length=10_000)
     kind: str | None = _KIND
@@ -55,6 +58,16 @@ async def list_facts(
 async def create_fact(body: FactIn, m: MemoryService = Depends(memory)) -> dict[str, Any]:
     row = await m.add_fact(body.text, body.kind or "fact", "manual")
     return {"fact": row.public()}
+
+
+class FactsImport(RequestBody):
+    facts: list[FactIn] = Field(min_length=1, max_length=MAX_IMPORT)
+
+
+@router.post("/facts/import", status_code=201)
+async def import_facts(body: FactsImport, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+    rows, skipped = await m.import_facts([(f.text, f.kind or "fact") for f in body.facts])
+    return {"imported": len(rows), "skipped": skipped, "fact_ids": [r.id for r in rows]}
 
 
 @router.get("/facts/{fact_id}")

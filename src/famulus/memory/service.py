@@ -172,6 +172,19 @@ class MemoryService:
             await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
 
+    async def import_facts(self, items: list[tuple[str, str]]) -> tuple[list[FactRow], int]:
+        """Bulk import: one transaction for the rows, embeddings in batches of 64
+        (one model call per batch instead of one per fact). Exact repeats of an
+        active fact are skipped; returns (created, skipped)."""
+        cleaned = [(_clean(text), kind) for text, kind in items]
+        async with self.write_lock:
+            rows = await self.store.insert_facts(cleaned, "manual")
+            space = self._space()
+            for start in range(0, len(rows), 64):
+                batch = rows[start : start + 64]
+                await self._embed_rows(space, "fact", [(r.id, r.text) for r in batch])
+        return rows, len(items) - len(rows)
+
     async def find_duplicate(self, text: str) -> FactRow | None:
         """An active fact that says the same thing (cosine above the merge threshold)."""
         space, vec = await self.embed_query(text)

@@ -206,6 +206,30 @@ class MemoryStore:
 
         return await self.db.write(op)
 
+    async def insert_facts(self, items: list[tuple[str, str]], source_type: str) -> list[FactRow]:
+        """Many (text, kind) facts in one transaction (bulk import); texts already
+        held by an active fact, or repeated in ``items``, are left out."""
+        now = now_iso()
+
+        def op(conn: Conn) -> list[FactRow]:
+            seen = {
+                str(r[0]) for r in conn.execute("SELECT text FROM facts WHERE archived_at IS NULL")
+            }
+            ids: list[int] = []
+            for text, kind in items:
+                if text in seen:
+                    continue
+                seen.add(text)
+                cur = conn.execute(
+                    "INSERT INTO facts (text, kind, source_type, salience, created_at,"
+                    " updated_at, provenance) VALUES (?, ?, ?, 0.5, ?, ?, '{}')",
+                    (text, kind, source_type, now, now),
+                )
+                ids.append(int(cur.lastrowid or 0))
+            return [f for f in (_get_fact(conn, i) for i in ids) if f is not None]
+
+        return await self.db.write(op)
+
     async def get_fact(self, fact_id: int) -> FactRow | None:
         return await self.db.read(lambda conn: _get_fact(conn, fact_id))
 
