@@ -88,7 +88,12 @@ def test_clients_that_leave_are_unsubscribed(live: tuple[str, object]) -> None:
             deadline = time.monotonic() + 5
             while hub.subscriber_count(sid) != 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
-            assert hub.subscriber_count(sid) == 1
+            count = hub.subscriber_count(sid)
+            if count != 1:  # say what the stream did, to tell a dead stream from a slow count
+                lines = r.iter_lines()
+                seen = [next(lines, "<end>") for _ in range(3)]
+                subs = {k: len(v) for k, v in hub._subs.items()}
+                raise AssertionError(f"count {count} for {sid}; next lines {seen}; subs {subs}")
         deadline = time.monotonic() + 3
         while hub.subscriber_count(sid) and time.monotonic() < deadline:
             time.sleep(0.05)
