@@ -24,10 +24,10 @@ async def main(runs: int) -> None:
     app = create_app(Settings(home=home, api_key="bench-key"))  # type: ignore[arg-type]
     async with app.router.lifespan_context(app):
         c = app.state.container
-        memory, chat = c.extras["memory"], c.extras["chat"]
+        chat = c.chat
         t0 = time.process_time()
         for _ in range(runs):
-            areas = [*(await memory.toolsets()), *(await c.agent_toolsets())]
+            areas = await c.core.hooks.agent_toolsets()
             time_toolset()
             directives_toolset(c.directives)
             _research(chat.resolve_research, tuple(read_only(areas)))

@@ -1,4 +1,8 @@
-"""create_app(settings): wiring. The lifespan opens storage and starts services."""
+"""create_app(settings): the HTTP application around the services ``wiring.py`` builds.
+
+The lifespan starts and stops the services; the routes come from one table
+(``api/routes.py``); the middlewares bound bodies before anything parses them.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +15,14 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from famulus import __version__
-from famulus.api import directives, health, sessions, sse
-from famulus.api.bodyless import BodylessMiddleware
+from famulus.api import routes
 from famulus.api.deps import require_key
 from famulus.api.depth import JsonDepthMiddleware
 from famulus.api.errors import install_error_handlers
 from famulus.api.limits import BodyLimitMiddleware
 from famulus.api.openapi import describe_errors
-from famulus.container import Container, build_container
 from famulus.settings import Settings
-
-# Routers that need the API key; /health is public.
-_PROTECTED = [sessions.router, directives.router, sse.router]
-
-
-def _extend(app: FastAPI, container: Container) -> None:
-    """Attach the feature areas; each registers its routers and services."""
-    from famulus import features
-
-    features.install(app, container)
+from famulus.wiring import build_container
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -55,7 +48,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.container = container
     install_error_handlers(app)
-    app.add_middleware(BodylessMiddleware, openapi=app.openapi)
     app.add_middleware(JsonDepthMiddleware)  # inside the size limit, before any parsing
     app.add_middleware(
         BodyLimitMiddleware,
@@ -65,12 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "/facts/import": settings.max_chat_body_bytes,
         },
     )
-    app.include_router(health.router)
-    for router in _PROTECTED:
-        app.include_router(router, dependencies=[Depends(require_key)])
-    _extend(app, container)
-    # After every area's drain hook, so their last events still reach clients.
-    container.on_drain(container.events.close_all)
+    app.include_router(routes.table())
     _add_openapi_route(app)
     return app
 

@@ -237,7 +237,7 @@ async def test_failed_run_is_recorded(client: httpx.AsyncClient) -> None:
 async def test_missed_run_runs_once_at_tick(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted("done"))
     a = await _create(client)
-    svc = app.state.container.extras["automations"]
+    svc = app.state.container.automations
     past = iso(utcnow().replace(year=utcnow().year - 1))
     await svc.store.update(a["id"], {"next_run_at": past}, touch=False)
     await svc.tick()
@@ -307,7 +307,7 @@ async def test_disabled_automation_has_no_next_run(app: Any, client: httpx.Async
     r = await client.patch(f"/automations/{off['id']}", json={"enabled": False})
     assert r.json()["next_run_at"] is None
     # the scheduler never starts a disabled automation
-    svc = app.state.container.extras["automations"]
+    svc = app.state.container.automations
     await svc.tick()
     assert (await client.get(f"/automations/{off['id']}")).json()["runs"] == []
 
@@ -317,7 +317,7 @@ async def test_enabling_does_not_move_a_pending_missed_run(
 ) -> None:
     install_model(app, scripted("done"))
     a = await _create(client)
-    svc = app.state.container.extras["automations"]
+    svc = app.state.container.automations
     past = iso(utcnow().replace(year=utcnow().year - 1))
     await svc.store.update(a["id"], {"next_run_at": past}, touch=False)
     # an update that does not touch the schedule keeps the missed slot due
@@ -376,7 +376,7 @@ async def test_deleting_a_running_automation_cancels_its_run(
 ) -> None:
     install_model(app, scripted(" ".join(["slowly"] * 500), delay=0.02))
     a = await _create(client)
-    svc = app.state.container.extras["automations"]
+    svc = app.state.container.automations
     feed: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     svc.listeners.add(feed)  # what GET /automations/events streams
     run_id = (await client.post(f"/automations/{a['id']}/run")).json()["run_id"]
@@ -387,7 +387,7 @@ async def test_deleting_a_running_automation_cancels_its_run(
     # the chat run in its session ended as cancelled, not finished later
     events = await events_until(app, sid, ("run_cancelled", "run_finished", "run_error"))
     assert [e["type"] for e in events if e["type"].startswith("run_")][-1] == "run_cancelled"
-    assert not svc.is_running(a["id"]) and not app.state.container.extras["chat"].active
+    assert not svc.is_running(a["id"]) and not app.state.container.chat.active
     # the automation feed closes the run it opened
     got = [await asyncio.wait_for(feed.get(), 5) for _ in range(2)]
     assert got[0] == {"type": "automation_started", "id": a["id"], "run_id": run_id}

@@ -54,7 +54,7 @@ async def _session(client: httpx.AsyncClient) -> str:
 
 async def _tool_names(app: Any) -> set[str]:
     names: set[str] = set()
-    for toolset in await app.state.container.agent_toolsets():
+    for toolset in await app.state.container.core.hooks.agent_toolsets():
         names.update(getattr(toolset, "tools", {}))
     return names
 
@@ -180,7 +180,7 @@ async def _wait_runs(client: httpx.AsyncClient, aid: int, n: int) -> dict[str, A
 
 
 async def _task_messages(client: httpx.AsyncClient, app: Any, aid: int) -> list[str]:
-    row = await app.state.container.extras["automations"].store.get(aid)
+    row = await app.state.container.automations.store.get(aid)
     hist = (await client.get("/session/history", params={"session_id": row.session_id})).json()[
         "messages"
     ]
@@ -225,7 +225,7 @@ async def test_event_automation_fires_once_within_the_lead(
 async def test_recurring_occurrences_fire_separately(
     app: Any, client: httpx.AsyncClient, caldav_server: CalDav
 ) -> None:
-    watcher = app.state.container.extras["calendar_watcher"]
+    watcher = app.state.container.calendar_watcher
     await watcher.stop()  # polled by hand with chosen clocks
     now = _minute(utcnow())
     first = now + timedelta(hours=5)
@@ -258,7 +258,7 @@ async def test_recurring_occurrences_fire_separately(
 async def test_no_firing_while_the_account_is_off(
     app: Any, client: httpx.AsyncClient, caldav_server: CalDav
 ) -> None:
-    watcher = app.state.container.extras["calendar_watcher"]
+    watcher = app.state.container.calendar_watcher
     await watcher.stop()
     now = _minute(utcnow())
     await asyncio.to_thread(
@@ -279,7 +279,7 @@ async def test_events_under_way_before_activation_never_fire(
 ) -> None:
     from famulus.automations import service as service_module
 
-    watcher = app.state.container.extras["calendar_watcher"]
+    watcher = app.state.container.calendar_watcher
     await watcher.stop()
     start = _minute(utcnow()) - timedelta(minutes=2)  # under way, within the grace
     await asyncio.to_thread(caldav_server.add, "Under way", start, start + timedelta(hours=1))
@@ -293,7 +293,7 @@ async def test_events_under_way_before_activation_never_fire(
     # switched off and on now, while the event is under way
     for _ in range(2):
         assert (await client.post(f"/automations/{again['id']}/toggle")).status_code == 200
-    row = await app.state.container.extras["automations"].store.get(again["id"])
+    row = await app.state.container.automations.store.get(again["id"])
     assert row.enabled_at is not None and parse_iso(row.enabled_at) > start
     fresh = await _automation(client, lead=0, name="Fresh")  # created now
     assert await watcher.poll() == [down["id"]]

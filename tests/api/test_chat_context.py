@@ -14,7 +14,7 @@ async def _chat(app: Any, client: httpx.AsyncClient, sid: str, text: str) -> Non
     await client.post("/chat/message", json={"message": text, "session_id": sid})
     after = await app.state.container.events.store.last_seq(sid)
     await events_until(app, sid, ("run_finished", "run_error"), after=max(0, after - 50))
-    while app.state.container.extras["chat"].foreground.get(sid):
+    while app.state.container.chat.foreground.get(sid):
         await asyncio.sleep(0.01)
 
 
@@ -98,14 +98,12 @@ async def test_restart_marks_interrupted_runs(settings: Any) -> None:
         c = app1.state.container
         s = await c.sessions.create("x")
         await c.sessions.store.add_message(s.session_id, "user", "hello", run_id="r_dead")
-        await c.extras["chat"].runs.create(
-            "r_dead", s.session_id, model_id="m", skip_approvals=False
-        )
+        await c.chat.runs.create("r_dead", s.session_id, model_id="m", skip_approvals=False)
         # Simulate a crash: the run row stays 'running', stop hooks never see it.
     app2 = create_app(settings)
     async with app2.router.lifespan_context(app2):
         c = app2.state.container
-        row = await c.extras["chat"].runs.get("r_dead")
+        row = await c.chat.runs.get("r_dead")
         assert row is not None and row.status == "interrupted"
         events = [e.data for e in await c.events.replay(s.session_id, 0)]
         assert events[-1]["type"] == "run_error" and events[-1]["recoverable"] is False
@@ -120,7 +118,7 @@ async def test_permanent_delete_cancels_run(app: Any, client: httpx.AsyncClient)
     await asyncio.sleep(0.2)
     r = await client.delete(f"/sessions/{sid}/permanent")
     assert r.status_code == 200
-    assert not app.state.container.extras["chat"].active
+    assert not app.state.container.chat.active
 
 
 async def test_context_without_a_chat_model(app: Any, client: httpx.AsyncClient) -> None:

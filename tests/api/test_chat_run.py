@@ -373,7 +373,7 @@ async def test_shutdown_saves_partial_text(app: Any, client: httpx.AsyncClient) 
     assert events[-1]["recoverable"] is False and events[-1]["run_id"] == run_id
     hist = (await client.get("/session/history", params={"session_id": sid})).json()["messages"]
     assert hist[-1]["content"] == events[-2]["content"] and hist[-1]["content"].startswith("w0")
-    run = await app.state.container.extras["chat"].runs.get(run_id)
+    run = await app.state.container.chat.runs.get(run_id)
     assert run.status == "interrupted"
 
 

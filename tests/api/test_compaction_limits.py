@@ -21,7 +21,7 @@ async def _chat(app: Any, client: httpx.AsyncClient, sid: str, text: str) -> Non
         assert not any(e.get("run_id") == run_id and e["type"] == "run_error" for e in events)
         await asyncio.sleep(0.02)
         events = await events_until(app, sid, "run_finished")
-    while app.state.container.extras["chat"].foreground.get(sid):
+    while app.state.container.chat.foreground.get(sid):
         await asyncio.sleep(0.01)
 
 

@@ -41,7 +41,7 @@ async def test_model_failure_inside_a_request_is_502(app: Any, client: httpx.Asy
 
     install_model(app, FunctionModel(plain_text), role="memory")
     await client.put("/directives", json={"content": "x"})
-    memory = app.state.container.extras["memory"]
+    memory = app.state.container.memory
     await memory.record_learning_event("correction", "Call me Robert, not Bob.", run_id="r1")
     r = await client.post("/memory/learning/propose")
     assert r.status_code == 502, r.text

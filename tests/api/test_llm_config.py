@@ -79,11 +79,11 @@ async def test_patch_models_and_switches(
     assert cfg["integrations"]["account"] == {"enabled": True, "connected": False}
     assert cfg["integrations"]["web"]["mode"] == "none"
     assert (await client.get("/config")).json() == cfg
-    kv = app.state.container.kv
+    kv = app.state.container.core.kv
     assert await kv.get(config_keys.MEMORY_ENABLED) is False
     assert await kv.get(config_keys.WEB_SEARCH_MODE) == "none"
 
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     chat = await llm.resolve("chat")
     assert (chat.provider, chat.model_id, chat.input_price_per_mtok) == (
         "openai",
@@ -173,17 +173,15 @@ async def test_memory_service_is_consulted_when_installed(
         def current_embedding_model(self) -> str:
             return "text-embedding-3-small"
 
-        async def connected(self) -> bool:
+        def connected(self) -> bool:
             return True
 
-    extras = app.state.container.extras
-    real = extras.get("memory")
-    extras["memory"] = FakeMemory()
+    config = app.state.container.llm_config
+    real = config.memory
+    config.memory = FakeMemory()
     try:
         cfg = (await client.get("/config")).json()
     finally:
-        extras.pop("memory")
-        if real is not None:
-            extras["memory"] = real
+        config.memory = real
     assert cfg["embedding_model"] == "text-embedding-3-small"
     assert cfg["integrations"]["memory"]["connected"] is True

@@ -122,7 +122,7 @@ async def test_usable_at_once_against_a_local_server(
     assert r.status_code == 201
     assert (await client.get("/config")).json()["chat_model"] == "llama3.1:8b"
 
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     resolved = await llm.resolve("chat")
     assert (resolved.provider, resolved.model_id) == ("custom", "llama3.1:8b")
     assert (resolved.context_window, resolved.max_output_tokens) == (8192, 2048)
@@ -144,7 +144,7 @@ async def test_without_api_key_a_placeholder_is_sent(
 ) -> None:
     base, state = fake
     await client.post("/models/custom", json=_model(base, model_id="qwen/qwen3"))
-    resolved = await app.state.container.extras["llm"].resolve("chat")
+    resolved = await app.state.container.llm.resolve("chat")
     await Agent(resolved.model).run("hi")
     assert state.find("/chat/completions")[-1].headers["authorization"].startswith("Bearer ")
     # ids with a slash work in the DELETE path too
@@ -171,7 +171,7 @@ async def test_no_model_is_503_with_guidance(client: httpx.AsyncClient, app: Any
     from famulus.errors import NotConfigured
 
     with pytest.raises(NotConfigured) as info:
-        await app.state.container.extras["llm"].resolve("chat")
+        await app.state.container.llm.resolve("chat")
     assert "POST /providers/anthropic/connect" in info.value.detail
     assert "{id}" not in info.value.detail
     assert "POST /models/custom" in info.value.detail

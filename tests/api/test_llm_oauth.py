@@ -88,7 +88,7 @@ async def test_full_flow_connects_and_the_model_is_usable(
     # the sign-in made gpt-5-codex... usable: choose it and resolve it
     r = await client.patch("/config", json={"chat_model": "openai-codex:gpt-5-codex"})
     assert r.status_code == 200, r.text
-    resolved = await app.state.container.extras["llm"].resolve("chat")
+    resolved = await app.state.container.llm.resolve("chat")
     assert resolved.provider == "openai-codex" and isinstance(resolved.model, OpenAICodexModel)
     assert resolved.model.base_url.rstrip("/") == f"{base}/codex"
 
@@ -107,10 +107,10 @@ async def test_refresh_before_expiry(
 ) -> None:
     _, state = fake
     await _sign_in(client)
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     assert await llm.credential("openai-codex") == "access-good-1"  # fresh: no refresh
 
-    secrets = app.state.container.extras["secrets"]
+    secrets = app.state.container.secrets
     secrets.set(SECRET_NAME, {**secrets.get(SECRET_NAME), "expires_at": time.time() + 120})
     assert await llm.credential("openai-codex") == "access-good-2"
     refresh = state.find("/oauth/token")[-1]
@@ -130,10 +130,10 @@ async def test_expired_token_with_a_dead_refresh_token(
     _, state = fake
     await _sign_in(client)
     await client.patch("/config", json={"chat_model": "gpt-5-codex"})
-    secrets = app.state.container.extras["secrets"]
+    secrets = app.state.container.secrets
     secrets.set(SECRET_NAME, {**secrets.get(SECRET_NAME), "expires_at": time.time() - 10})
     state.refresh_fails = True
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     with pytest.raises(NotConfigured) as info:
         await llm.resolve("chat")
     assert "sign in again" in info.value.detail
@@ -145,7 +145,7 @@ async def test_a_pending_flow_expires_after_ten_minutes(
     client: httpx.AsyncClient, app: Any
 ) -> None:
     r = await client.post(START)
-    oauth = app.state.container.extras["llm"].oauth
+    oauth = app.state.container.llm.oauth
     oauth._flow.expires_at = time.time() - 1  # as if 10 minutes had passed
     body = (await client.get(STATUS)).json()
     assert body["status"] == "expired" and body["connected"] is False
@@ -194,7 +194,7 @@ async def test_codex_model_calls_the_responses_api_with_the_token(
     await _sign_in(client)
     # the first sign-in makes the provider's default the chat model
     assert (await client.get("/config")).json()["chat_model"] == "gpt-5-codex"
-    resolved = await app.state.container.extras["llm"].resolve("chat")
+    resolved = await app.state.container.llm.resolve("chat")
     result = await Agent(resolved.model).run("hi")
     assert result.output == "Hello from the fake model."
     sent = state.find("/codex/responses")[-1]

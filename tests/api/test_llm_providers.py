@@ -237,7 +237,7 @@ async def test_resolved_models_talk_to_the_configured_base_url(
     _, state = fake
     r = await client.post(f"/providers/{provider}/connect", json={"api_key": key})
     assert r.status_code == 200, r.text
-    resolved = await app.state.container.extras["llm"].resolve("chat")
+    resolved = await app.state.container.llm.resolve("chat")
     assert resolved.provider == provider
     result = await Agent(resolved.model).run("hi")
     assert result.output == "Hello from the fake model."
@@ -344,7 +344,7 @@ async def test_a_provider_connected_from_the_environment_gets_a_chat_model(
     openrouter_env: None, client: httpx.AsyncClient, app: Any
 ) -> None:
     assert (await client.get("/config")).json()["chat_model"] == "anthropic/claude-sonnet-4.5"
-    resolved = await app.state.container.extras["llm"].resolve("chat")
+    resolved = await app.state.container.llm.resolve("chat")
     assert resolved.provider == "openrouter"
 
 
@@ -386,7 +386,7 @@ async def test_503_names_the_provider_to_connect(
 ) -> None:
     from famulus.errors import NotConfigured
 
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     with pytest.raises(NotConfigured) as info:
         await llm.resolve("chat")
     assert "{id}" not in info.value.detail

@@ -58,7 +58,7 @@ async def test_connect_checks_and_stores(
     assert services["web-search"]["key_hint"] == "exa…beef"
     secrets = json.loads(settings.secrets_file.read_text())
     assert secrets["service:telegram"] == BOT_TOKEN
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     assert await llm.service_credential("telegram") == BOT_TOKEN
     assert await llm.service_credential("web-search") == EXA_KEY
     listing = (await client.get("/services")).text

@@ -11,7 +11,7 @@ from tests.support.memory_models import embeddings_server
 
 
 def _memory(app: Any) -> Any:
-    return app.state.container.extras["memory"].service
+    return app.state.container.memory.service
 
 
 async def _add(client: httpx.AsyncClient, text: str) -> int:
@@ -25,7 +25,7 @@ async def test_audit_is_clean_then_reports_each_drift(app: Any, client: httpx.As
     assert audit["ok"] is True and audit["facts"]["total"] == 5
     assert audit["reindex"] == {"status": "idle", "done": 0, "total": 0}
 
-    db = app.state.container.db
+    db = app.state.container.core.db
 
     def break_things(conn: Any) -> None:
         # 1: a fact without an embedding; 2: a stale embedding; 3: a missing FTS row;
@@ -60,7 +60,7 @@ async def test_audit_is_clean_then_reports_each_drift(app: Any, client: httpx.As
 @pytest.fixture
 def openai_embeddings(app: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     with embeddings_server(delay=0.15) as server:
-        llm = app.state.container.extras["llm"]
+        llm = app.state.container.llm
 
         async def credential(provider: str) -> str | None:
             return "sk-test-embeddings" if provider == "openai" else None
@@ -166,7 +166,7 @@ async def test_start_up_backfill_runs_in_the_background(settings: Any) -> None:
     conn.close()
 
     second = create_app(settings)
-    service = second.state.container.extras["memory"].service
+    service = second.state.container.memory.service
     real = service._embed_rows
     gate = asyncio.Event()
 

@@ -62,7 +62,7 @@ async def test_profile_and_recalled_facts_reach_the_model(
 
 async def test_memory_disabled_means_nothing_injected(app: Any, client: httpx.AsyncClient) -> None:
     await client.post("/memory/profile", json={"kind": "name", "summary": "Goes by Robbie"})
-    await app.state.container.kv.set("config.memory_enabled", False)
+    await app.state.container.core.kv.set("config.memory_enabled", False)
     seen: list[str] = []
     install_model(app, _capturing(seen))
     sid = await _session(client)
@@ -91,7 +91,7 @@ async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -
 
 
 async def test_remember_and_recall_tools(app: Any) -> None:
-    memory = app.state.container.extras["memory"]
+    memory = app.state.container.memory
     reading, writing = await memory.toolsets()
     assert reading.id == "read-only:memory" and set(reading.tools) == {"recall"}
     assert set(writing.tools) == {"remember", "forget"}
@@ -104,7 +104,7 @@ async def test_remember_and_recall_tools(app: Any) -> None:
 
 
 async def test_remember_keeps_provenance(app: Any, client: httpx.AsyncClient) -> None:
-    memory = app.state.container.extras["memory"]
+    memory = app.state.container.memory
     _, writing = await memory.toolsets()
     remember = writing.tools["remember"].function
     await remember("Dentist every March at Dr. Okafor", "event", "calendar", "uid-42")
@@ -200,7 +200,7 @@ async def test_bad_remember_input_is_a_tool_result_not_a_crash(
 async def test_an_empty_memory_embeds_no_query(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing to compare with: recall skips the query embedding (5-10 ms of CPU
     per chat turn) and still runs the full-text side."""
-    service = app.state.container.extras["memory"].service
+    service = app.state.container.memory.service
 
     async def no_embedding(texts: Any) -> Any:
         raise AssertionError("the query was embedded")

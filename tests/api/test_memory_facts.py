@@ -15,7 +15,7 @@ FACTS = [
 
 
 def _memory(app: Any) -> Any:
-    return app.state.container.extras["memory"].service
+    return app.state.container.memory.service
 
 
 async def _add(client: httpx.AsyncClient, text: str, kind: str | None = None) -> dict[str, Any]:
@@ -238,7 +238,7 @@ async def test_bulk_import_embeds_in_batches(app: Any, client: httpx.AsyncClient
         {"text": "Import 3: the key for box 3 is on hook 3"},
     ]
     facts.append({"text": "Prefers window seats", "kind": "preference"})
-    embedder = app.state.container.extras["memory"].service.space.embedder
+    embedder = app.state.container.memory.service.space.embedder
     calls: list[int] = []
     real = embedder.embed
 

@@ -10,7 +10,7 @@ from tests.support.memory_models import install_memory_model
 
 
 def _facade(app: Any) -> Any:
-    return app.state.container.extras["memory"]
+    return app.state.container.memory
 
 
 async def _session_with(app: Any, client: httpx.AsyncClient, *lines: tuple[str, str]) -> str:
@@ -108,7 +108,7 @@ async def test_consolidation_into_observations_and_dreams_only_when_on(
     obs = (await client.get(f"/observations/{r['observations'][0]}")).json()
     assert obs["observation"]["evidence_count"] == 2
     assert (await client.get("/dreams")).json()["dreams"] == []
-    await app.state.container.kv.set("config.dreams_enabled", True)
+    await app.state.container.core.kv.set("config.dreams_enabled", True)
     r = (await client.post("/memory/maintain")).json()
     assert r["observations"] == []  # the same summary is not added twice
     assert len(r["dreams"]) == 1

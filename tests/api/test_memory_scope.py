@@ -28,7 +28,7 @@ NOTHING_MORE = {"observations": [], "profile": []}
 
 
 def _jobs(app: Any) -> Any:
-    return app.state.container.extras["memory"].jobs
+    return app.state.container.memory.jobs
 
 
 async def _facts(client: httpx.AsyncClient) -> list[dict[str, Any]]:
@@ -160,7 +160,7 @@ async def test_extraction_waiting_at_stop_is_done_after_start(settings: Settings
 @pytest.fixture
 def failing_embeddings(app: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     with embeddings_server() as server:
-        llm = app.state.container.extras["llm"]
+        llm = app.state.container.llm
 
         async def credential(provider: str) -> str | None:
             return "sk-test" if provider == "openai" else None

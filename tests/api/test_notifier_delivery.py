@@ -56,7 +56,7 @@ class Script:
 @pytest.fixture
 async def feed(app: Any) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
     """What GET /automations/events streams."""
-    svc = app.state.container.extras["automations"]
+    svc = app.state.container.automations
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     svc.listeners.add(queue)
     yield queue
@@ -167,7 +167,7 @@ async def test_other_4xx_is_final_and_marks_the_run(
     # final: nothing is scheduled, so no second try can come
     assert run["deliveries"][0]["attempts"] == 1
     assert run["deliveries"][0]["next_attempt_at"] is None
-    assert not await app.state.container.extras["deliveries"].store.waiting()
+    assert not await app.state.container.deliveries.store.waiting()
     assert "HTTP 404" in run["deliveries"][0]["last_error"]
     # the run's output stays, the reason follows it, the run counts as an error
     assert run["status"] == "error"
@@ -195,7 +195,7 @@ async def test_a_fixed_notifier_gets_the_pending_retry(app: Any, client: httpx.A
     """A retry goes to the notifier's current config, so fixing a wrong URL
     with PATCH while a delivery waits lets that delivery land."""
     install_model(app, scripted("done"))
-    queue = app.state.container.extras["deliveries"]
+    queue = app.state.container.deliveries
     queue.policy = type(queue.policy)((2.0, 2.0), 5.0)  # time to fix it in between
     with recording_server(lambda m, p, b: (404 if p == "/old" else 500, {})) as bad:
         aid = await _automation_with_hook(client, bad.url + "/down")

@@ -143,7 +143,7 @@ async def test_without_a_sandbox_scripts_are_refused(
 async def test_unsandboxed_runs_when_the_owner_allows(
     no_sandbox: Settings, app: Any, client: httpx.AsyncClient
 ) -> None:
-    app.state.container.extras["skill_sandbox"].allow_unsandboxed = True
+    app.state.container.skill_sandbox.allow_unsandboxed = True
     folder = _skill(no_sandbox.project_dir, "marker", "open('ran', 'w').write('x')\n")
     install_model(app, scripted(("tool", "run_skill_script", '{"name": "marker"}'), "Ok"))
     _, events = await _chat(app, client, "/marker", approve=True)

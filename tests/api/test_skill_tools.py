@@ -132,7 +132,7 @@ async def test_add_model_approved_adds_and_never_shows_key(
     result = _tool_result(events, "add_custom_model")
     assert "Added the custom model 'llama3.1:8b'" in result and "with an API key" in result
     assert "llama3.1:8b" in await _custom_ids(client)
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     assert llm.credentials.stored("custom", "llama3.1:8b") == SECRET  # the tool got the real key
     history = (await client.get("/session/history", params={"session_id": sid})).text
     assert "llama3.1:8b" in history and SECRET not in history
@@ -146,7 +146,7 @@ async def test_add_model_denied_adds_nothing(app: Any, client: httpx.AsyncClient
     sid, events = await _chat(app, client, "/add-model", approve=False)
     assert "declined" in _tool_result(events, "add_custom_model")
     assert await _custom_ids(client) == []
-    assert app.state.container.extras["llm"].credentials.stored("custom", "llama3.1:8b") is None
+    assert app.state.container.llm.credentials.stored("custom", "llama3.1:8b") is None
     assert SECRET not in json.dumps(events)
 
 

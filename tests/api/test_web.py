@@ -193,7 +193,7 @@ async def test_exa_500_is_a_readable_tool_result(
 
 
 async def test_chat_fetch_page(app: Any, client: httpx.AsyncClient, web: WebState) -> None:
-    app.state.container.extras["web"].allow_private = True  # the fake page is on loopback
+    app.state.container.web.allow_private = True  # the fake page is on loopback
     args = f'{{"url":"{web.url}/pages/moved"}}'
     install_model(app, scripted(("tool", "fetch_page", args), "Read it."))
     events = await _run(app, client, "read")

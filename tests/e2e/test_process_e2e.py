@@ -58,7 +58,7 @@ def snapshot(home: Path) -> dict[str, tuple[int, int]]:
 def replay(base_url: str, sid: str) -> list[dict[str, object]]:
     """The session's whole event log (a cursor of 0 asks for a replay)."""
     with SSECollector(base_url, AUTH, sid, after=0) as sse:
-        sse.wait_for("run_finished")
+        sse.wait_for("run_cancelled")
     return [{"type": e.event, **e.data} for e in sse.events]
 
 
@@ -70,7 +70,9 @@ def test_second_server_on_a_home_in_use_changes_nothing(
     try:
         with httpx.Client(base_url=a.base_url, headers=AUTH, timeout=10) as http:
             register_scripted(http, openai_server)
-            openai_server.push(Turn(text=" ".join(f"w{i}" for i in range(60)), chunk_delay=0.05))
+            # Long enough to outlast the three refused starts even on a loaded
+            # machine; it is cancelled once they are done.
+            openai_server.push(Turn(text=" ".join(f"w{i}" for i in range(1200)), chunk_delay=0.05))
             sid = new_session(http)
             with SSECollector(a.base_url, AUTH, sid, stream=True) as sse:
                 run = send(http, sid, "a slow answer")
@@ -80,7 +82,11 @@ def test_second_server_on_a_home_in_use_changes_nothing(
                 other_port = serve_once(home, "--port", str(free_port()))
                 other_home = serve_once(tmp_path / "other", "--port", str(a.port))
                 assert snapshot(home) == before
-                sse.wait_for("run_finished", run_id=str(run["run_id"]))
+                assert not any(
+                    e.event.startswith("run_") and e.event != "run_started" for e in sse.events
+                )
+                assert http.post("/cancel", json={"run_id": run["run_id"]}).status_code == 200
+                sse.wait_for("run_cancelled", run_id=str(run["run_id"]))
         assert a.proc is not None
         for refused in (same_port, other_port):
             assert refused.returncode == 1, refused.stderr
@@ -93,7 +99,7 @@ def test_second_server_on_a_home_in_use_changes_nothing(
         assert not (tmp_path / "other").exists()
         events = replay(a.base_url, sid)
         types = [e["type"] for e in events]
-        assert "run_error" not in types and types.count("run_finished") == 1
+        assert "run_error" not in types and types.count("run_cancelled") == 1
     finally:
         a.stop()
 

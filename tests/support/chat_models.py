@@ -41,7 +41,7 @@ def resolved(
 
 
 def install_model(app: Any, model: Model | ResolvedModel, role: str = "chat", **kw: Any) -> None:
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     llm.set_override(role, model if isinstance(model, ResolvedModel) else resolved(model, **kw))
 
 

@@ -42,7 +42,7 @@ class Structured:
 
 def install_memory_model(app: Any, *outputs: dict[str, Any]) -> Structured:
     scripted = Structured(list(outputs))
-    llm = app.state.container.extras["llm"]
+    llm = app.state.container.llm
     llm.set_override("memory", resolved(scripted.model, model_id="memory-test"))
     return scripted
 

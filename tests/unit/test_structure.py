@@ -1,5 +1,7 @@
-"""Structure the codebase keeps: no import cycles between famulus modules, and
-the database schema the migrations build is the one pinned in tests/data.
+"""Structure the codebase keeps: no import cycles between famulus modules; HTTP
+only in ``api/`` and ``app.py``; SQL only in ``store/``; the built services read
+only by the HTTP layer; and the database schema the migrations build is the one
+pinned in tests/data.
 
 The schema pin makes every schema change a visible, reviewed diff: after a new
 migration, regenerate the pin with
@@ -17,6 +19,8 @@ from famulus.store.db import Database
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "famulus"
 PINNED = Path(__file__).resolve().parents[1] / "data" / "schema.sql"
+# The layer above every area: builds the services and serves them over HTTP.
+_TOP = ("famulus.api", "famulus.app", "famulus.wiring", "famulus.serve", "famulus.cli")
 
 
 def _module(path: Path) -> str:
@@ -70,6 +74,51 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _every_import(path: Path) -> set[str]:
+    """Every module a file imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def _importers(prefixes: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
+    """Modules outside ``allowed`` that import a module starting with a prefix."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        name = _module(path)
+        if name.startswith(allowed):
+            continue
+        imported = _every_import(path)
+        if any(m == p or m.startswith(p + ".") for m in imported for p in prefixes):
+            offenders.append(name)
+    return sorted(offenders)
+
+
+def test_only_the_http_layer_knows_http() -> None:
+    offenders = _importers(("fastapi", "starlette"), ("famulus.api", "famulus.app"))
+    assert offenders == [], f"import FastAPI/Starlette outside api/ and app.py: {offenders}"
+
+
+def test_areas_never_reach_into_the_http_layer() -> None:
+    offenders = _importers(("famulus.api", "famulus.app", "famulus.wiring"), _TOP)
+    assert offenders == [], f"only api/, app.py and serve.py may import these: {offenders}"
+
+
+def test_sql_stays_in_the_store() -> None:
+    offenders = _importers(("sqlite3",), ("famulus.store",))
+    assert offenders == [], f"sqlite3 used outside store/: {offenders}"
+
+
+def test_the_import_finder_finds_imports_inside_functions(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from fastapi import Request\n    import starlette.types\n")
+    assert _every_import(source) == {"fastapi", "starlette.types"}
 
 
 def current_schema() -> str:

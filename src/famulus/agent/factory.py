@@ -10,7 +10,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
@@ -65,21 +65,27 @@ class Prepared:
         )
 
 
+class Recall(Protocol):
+    """The memory text for a prompt (``memory.facade.MemoryFacade``)."""
+
+    async def prompt_context(self, session_id: str, query: str) -> str: ...
+
+
 @dataclass
 class AgentInputs:
     """What the factory needs from the rest of famulus."""
 
     directives: str
     timezone_setting: str | None
-    memory: Any  # the memory service, when installed
+    memory: Recall
     directives_service: Any
     resolve_research: Resolver
-    # Toolsets contributed by integrations (web search, mail, calendar, skills ...);
-    # each area registers a provider with ``register_toolsets`` on the container.
+    # Toolsets contributed by the areas (memory, skills, web, mail, calendar ...);
+    # each registers a provider with ``hooks.toolsets`` (see famulus/hooks.py).
     extra_toolsets: list[AbstractToolset[Any]] = field(default_factory=list)
 
 
-async def _memory_context(memory: Any, session_id: str, query: str) -> str:
+async def _memory_context(memory: Recall, session_id: str, query: str) -> str:
     """Recall must never stop a chat: on failure the run goes on without it."""
     try:
         return str(await memory.prompt_context(session_id, query))
@@ -106,12 +112,8 @@ async def prepare(
 ) -> Prepared:
     conversation = hist.effective(rows)
     zone = zone_name(inputs.timezone_setting)
-    memory_text = ""
-    area_toolsets: list[AbstractToolset[Any]] = []
-    if inputs.memory is not None:
-        memory_text = await _memory_context(inputs.memory, session.session_id, query)
-        area_toolsets.extend(await inputs.memory.toolsets())
-    area_toolsets.extend(inputs.extra_toolsets)
+    memory_text = await _memory_context(inputs.memory, session.session_id, query)
+    area_toolsets = list(inputs.extra_toolsets)
     toolsets: list[AbstractToolset[AgentDeps]] = [
         time_toolset(),
         _research(inputs.resolve_research, tuple(read_only(area_toolsets))),

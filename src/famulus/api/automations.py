@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field
 from famulus.api.deps import container
 from famulus.api.schemas import PlainName, RequestBody, RowId
 from famulus.automations.service import FEED_CLOSED, AutomationService
-from famulus.container import Container
 from famulus.store.automations import AutomationRow
 from famulus.store.deliveries import DeliveryRow
+from famulus.wiring import Container
 
 router = APIRouter(tags=["automations"])
 
@@ -112,7 +112,7 @@ class Deleted(BaseModel):
 
 
 def _svc(c: Container) -> AutomationService:
-    service: AutomationService = c.extras["automations"]
+    service: AutomationService = c.automations
     return service
 
 

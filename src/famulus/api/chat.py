@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
 from famulus.chat.manager import ChatInput, RunManager
-from famulus.container import Container
+from famulus.wiring import Container
 
 router = APIRouter(tags=["chat"])
 
@@ -17,7 +17,7 @@ MAX_MESSAGE_CHARS = 100_000
 
 
 def manager(c: Container = Depends(container)) -> RunManager:
-    return c.extras["chat"]  # type: ignore[no-any-return]
+    return c.chat
 
 
 class ImageIn(RequestBody):

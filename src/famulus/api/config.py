@@ -9,14 +9,14 @@ from pydantic import Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.container import Container
 from famulus.llm.config import ConfigService
+from famulus.wiring import Container
 
 router = APIRouter(tags=["config"])
 
 
 def config_service(c: Container = Depends(container)) -> ConfigService:
-    return c.extras["llm_config"]  # type: ignore[no-any-return]
+    return c.llm_config
 
 
 class ConfigPatch(RequestBody):

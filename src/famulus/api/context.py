@@ -8,13 +8,13 @@ from pydantic import BaseModel
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
 from famulus.chat.context import ContextService
-from famulus.container import Container
+from famulus.wiring import Container
 
 router = APIRouter(tags=["context"])
 
 
 def service(c: Container = Depends(container)) -> ContextService:
-    return c.extras["context"]  # type: ignore[no-any-return]
+    return c.context
 
 
 class ContextOut(BaseModel):

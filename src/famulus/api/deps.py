@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
-from famulus.api.bodyless import STATE_KEY
-from famulus.container import Container
-from famulus.errors import BadRequest, InvalidRequest, Unauthorized, UnsupportedMediaType
+from famulus.api.bodyless import refuse_unexpected_body
+from famulus.errors import Unauthorized
+from famulus.wiring import Container
 
 _bearer = HTTPBearer(auto_error=False, description="The famulus API key")
 
 
 def container(request: Request) -> Container:
-    return request.app.state.container  # type: ignore[no-any-return]
+    found = request.app.state.container
+    assert isinstance(found, Container)
+    return found
 
 
 def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def require_key(
+async def require_key(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> None:
@@ -31,8 +34,11 @@ def require_key(
     header. A valid key clears the address's count.
     """
     scheme, token = (credentials.scheme, credentials.credentials) if credentials else ("", "")
-    authenticate(container(request), client_address(request), scheme, token)
-    _refuse_unexpected_body(request)
+    # scrypt may run: off the event loop.
+    await run_in_threadpool(
+        authenticate, container(request), client_address(request), scheme, token
+    )
+    await refuse_unexpected_body(request)
 
 
 def authenticate(c: Container, client: str, scheme: str, token: str) -> None:
@@ -47,22 +53,6 @@ def authenticate(c: Container, client: str, scheme: str, token: str) -> None:
             "Invalid API key. Use the key printed at first start, or run 'famulus key reset'."
         )
     c.throttle.clear(client)
-
-
-def _refuse_unexpected_body(request: Request) -> None:
-    """See ``api/bodyless.py``: judged only once the caller is known."""
-    problem = request.scope.get("state", {}).get(STATE_KEY)
-    if problem == "not_json":
-        raise UnsupportedMediaType(
-            "This endpoint takes no body; if you send one, send it as JSON "
-            "with 'Content-Type: application/json' (or send none)."
-        )
-    if problem == "malformed":
-        raise BadRequest("The request body is not valid JSON (this endpoint takes no body).")
-    if problem == "unexpected":
-        raise InvalidRequest(
-            "This endpoint takes no request body; send none (or {}).", loc=["body"]
-        )
 
 
 def token_is_valid(request: Request) -> bool | None:

@@ -7,8 +7,8 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.container import Container
 from famulus.directives import MAX_DIRECTIVES_CHARS
+from famulus.wiring import Container
 
 router = APIRouter(tags=["directives"])
 

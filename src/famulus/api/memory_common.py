@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import Depends, Query
 
 from famulus.api.deps import container
-from famulus.container import Container
 from famulus.memory.service import MemoryService
+from famulus.wiring import Container
 
 
 def memory(c: Container = Depends(container)) -> MemoryService:
-    service: MemoryService = c.extras["memory"].service
+    service: MemoryService = c.memory.service
     return service
 
 

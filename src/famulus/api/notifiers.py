@@ -9,9 +9,9 @@ from pydantic import BaseModel
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody, ShortPlainName
-from famulus.container import Container
 from famulus.notify.types import describe_types
 from famulus.store.notifiers import NotifierRow
+from famulus.wiring import Container
 
 router = APIRouter(tags=["notifiers"])
 
@@ -63,12 +63,12 @@ async def notifier_types() -> Types:
 
 @router.get("/notifiers/configs", response_model=NotifierList)
 async def list_configs(c: Container = Depends(container)) -> NotifierList:
-    return NotifierList(configs=[_out(r) for r in await c.extras["notifiers"].all()])
+    return NotifierList(configs=[_out(r) for r in await c.notifiers.all()])
 
 
 @router.post("/notifiers/configs", response_model=NotifierOut, status_code=201)
 async def create_config(body: NotifierIn, c: Container = Depends(container)) -> NotifierOut:
-    return _out(await c.extras["notifiers"].create(body.name, body.type, body.config))
+    return _out(await c.notifiers.create(body.name, body.type, body.config))
 
 
 @router.patch("/notifiers/configs/{name}", response_model=NotifierOut)
@@ -76,16 +76,16 @@ async def patch_config(
     name: str, body: NotifierPatch, c: Container = Depends(container)
 ) -> NotifierOut:
     body.require_some_change()
-    return _out(await c.extras["notifiers"].update(name, body.type, body.config))
+    return _out(await c.notifiers.update(name, body.type, body.config))
 
 
 @router.post("/notifiers/configs/{name}/test", response_model=Status)
 async def test_config(name: str, c: Container = Depends(container)) -> Status:
-    await c.extras["notifiers"].test(name)
+    await c.notifiers.test(name)
     return Status(status="sent")
 
 
 @router.delete("/notifiers/configs/{name}", response_model=Status)
 async def delete_config(name: str, c: Container = Depends(container)) -> Status:
-    await c.extras["notifiers"].delete(name)
+    await c.notifiers.delete(name)
     return Status(status="deleted")

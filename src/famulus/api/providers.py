@@ -9,15 +9,15 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.container import Container
 from famulus.llm.custom import MODEL_ID_PATTERN
 from famulus.llm.providers import ProviderAdmin
+from famulus.wiring import Container
 
 router = APIRouter(tags=["providers"])
 
 
 def admin(c: Container = Depends(container)) -> ProviderAdmin:
-    return c.extras["llm_admin"]  # type: ignore[no-any-return]
+    return c.llm_admin
 
 
 class ProviderItem(BaseModel):

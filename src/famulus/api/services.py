@@ -9,14 +9,14 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.container import Container
 from famulus.llm.external import ExternalServices
+from famulus.wiring import Container
 
 router = APIRouter(tags=["services"])
 
 
 def services(c: Container = Depends(container)) -> ExternalServices:
-    return c.extras["llm"].services  # type: ignore[no-any-return]
+    return c.llm.services
 
 
 class ServiceItem(BaseModel):

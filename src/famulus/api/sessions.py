@@ -9,9 +9,9 @@ from pydantic import BaseModel
 
 from famulus.api.deps import container
 from famulus.api.schemas import PlainName, RequestBody
-from famulus.container import Container
 from famulus.sessions.service import RECENT_LIMIT
 from famulus.store.sessions import MessageRow, SessionRow
+from famulus.wiring import Container
 
 router = APIRouter(tags=["sessions"])
 

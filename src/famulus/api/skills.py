@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.container import Container
 from famulus.skills.skill import Skill
+from famulus.wiring import Container
 
 router = APIRouter(tags=["skills"])
 
@@ -57,12 +57,12 @@ def _out(skill: Skill) -> SkillOut:
 
 @router.get("/skills", response_model=SkillList)
 async def list_skills(c: Container = Depends(container)) -> SkillList:
-    return SkillList(skills=[_out(s) for s in c.extras["skills"].all()])
+    return SkillList(skills=[_out(s) for s in c.skills.all()])
 
 
 @router.post("/skills/install", response_model=Installed, status_code=201)
 async def install_skill(body: InstallIn, c: Container = Depends(container)) -> Installed:
-    skill = await c.extras["skill_installer"].install(body.source)
+    skill = await c.skill_installer.install(body.source)
     return Installed(
         name=skill.name, description=skill.description, status="installed", location="global"
     )
@@ -70,5 +70,5 @@ async def install_skill(body: InstallIn, c: Container = Depends(container)) -> I
 
 @router.delete("/skills/{name}", response_model=Removed)
 async def remove_skill(name: str, c: Container = Depends(container)) -> Removed:
-    skill = c.extras["skill_installer"].uninstall(name)
+    skill = c.skill_installer.uninstall(name)
     return Removed(status="removed", name=skill.name)

@@ -21,8 +21,8 @@ from fastapi.responses import StreamingResponse
 from famulus.api.deps import container
 from famulus.api.schemas import MAX_ROW_ID
 from famulus.chat.events import CLOSED, Event, EventHub, Subscription
-from famulus.container import Container
 from famulus.errors import InvalidRequest
+from famulus.wiring import Container
 
 router = APIRouter(tags=["chat"])
 
@@ -105,8 +105,7 @@ async def chat_events(
     await c.sessions.get(session_id)
     start = _cursor(last_event_id, after)
     if start is None:  # no cursor: live from now, plus the run in progress
-        chat = c.extras.get("chat")
-        running = chat.in_progress(session_id) if chat is not None else []
+        running = c.chat.in_progress(session_id)
         start = await c.events.live_start(session_id, running)
     body = _stream(c.events, session_id, start, stream, c.settings.sse_ping_interval_s)
     return StreamingResponse(

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from famulus.agent.clock import zone_name
 from famulus.automations.service import AutomationService
-from famulus.container import Container
+from famulus.core import Core
 from famulus.integrations import calendar
 from famulus.integrations.calendar import CalendarClient, CalendarError, CalendarEvent, describe
 from famulus.store.automations import AutomationRow
@@ -68,7 +68,7 @@ def _active_since(row: AutomationRow) -> datetime:
 
 
 class CalendarWatcher:
-    def __init__(self, c: Container, service: AutomationService, store: CalendarFiredStore):
+    def __init__(self, c: Core, service: AutomationService, store: CalendarFiredStore):
         self.c = c
         self.service = service
         self.store = store

@@ -13,7 +13,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from famulus.container import Container
+from famulus.chat.events import EventHub
+from famulus.chat.manager import ChatInput, RunManager
 
 READ_ONLY = "This automation is not writable; it may not modify data. Continue without this action."
 TIMEOUT_S = 600.0
@@ -27,14 +28,14 @@ class Outcome:
 
 
 async def execute(
-    c: Container, session_id: str, task: str, writable: bool, automation_id: int | None = None
+    events: EventHub,
+    chat: RunManager,
+    session_id: str,
+    task: str,
+    writable: bool,
+    automation_id: int | None = None,
 ) -> Outcome:
-    chat = c.extras.get("chat")
-    if chat is None:
-        return Outcome("error", "Chat is not available in this server.", None)
-    from famulus.chat.manager import ChatInput
-
-    sub = c.events.subscribe(session_id)
+    sub = events.subscribe(session_id)
     try:
         submitted = await chat.submit(
             ChatInput(
@@ -56,10 +57,10 @@ async def execute(
         detail = getattr(exc, "detail", None) or str(exc) or type(exc).__name__
         return Outcome("error", detail, None)
     finally:
-        c.events.unsubscribe(session_id, sub)
+        events.unsubscribe(session_id, sub)
 
 
-async def _follow(chat: Any, queue: asyncio.Queue[Any], run_id: str) -> Outcome:
+async def _follow(chat: RunManager, queue: asyncio.Queue[Any], run_id: str) -> Outcome:
     texts: list[str] = []
     while True:
         event = await queue.get()

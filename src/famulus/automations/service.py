@@ -18,8 +18,12 @@ from zoneinfo import ZoneInfo
 from famulus.agent.clock import zone_name
 from famulus.automations import runner
 from famulus.automations.triggers import next_fire, validate_trigger
-from famulus.container import Container
+from famulus.chat.manager import RunManager
+from famulus.chat.ports import ChatMemory
+from famulus.core import Core
 from famulus.errors import Conflict, FamulusError, InvalidRequest, NotFound
+from famulus.notify.delivery import DeliveryQueue
+from famulus.notify.service import NotifierService
 from famulus.sessions.service import AUTOMATION
 from famulus.store.automations import AutomationRow, AutomationRunRow, AutomationStore
 from famulus.store.deliveries import DELIVERED, DeliveryRow
@@ -34,9 +38,21 @@ CANCEL_WAIT_S = 10.0
 
 
 class AutomationService:
-    def __init__(self, c: Container, store: AutomationStore) -> None:
+    def __init__(
+        self,
+        c: Core,
+        store: AutomationStore,
+        chat: RunManager,
+        notifiers: NotifierService,
+        deliveries: DeliveryQueue,
+        memory: ChatMemory,
+    ) -> None:
         self.c = c
         self.store = store
+        self.chat = chat
+        self.notifiers = notifiers
+        self.deliveries = deliveries
+        self.memory = memory
         self.zone = ZoneInfo(zone_name(c.settings.timezone))
         self.running: dict[int, asyncio.Task[None]] = {}
         # Automations between "decided to run" and "task registered".
@@ -103,7 +119,7 @@ class AutomationService:
 
     async def session_of(self, row: AutomationRow) -> str | None:
         """The id of the automation's session while it exists, else None."""
-        if row.session_id is None or await self.c.sessions.store.get(row.session_id) is None:
+        if row.session_id is None or await self.c.sessions.find(row.session_id) is None:
             return None
         return row.session_id
 
@@ -121,11 +137,11 @@ class AutomationService:
 
     async def _cancel_chat_run(self, automation_id: int) -> None:
         """End the agent run in the automation's session: nobody follows it now."""
-        chat, row = self.c.extras.get("chat"), await self.store.get(automation_id)
-        if chat is None or row is None or row.session_id is None:
+        row = await self.store.get(automation_id)
+        if row is None or row.session_id is None:
             return
         try:
-            await chat.cancel(None, row.session_id)
+            await self.chat.cancel(None, row.session_id)
         except FamulusError:  # the session is gone, so is its run
             pass
 
@@ -167,7 +183,9 @@ class AutomationService:
         recorded, status, result = False, "cancelled", "Cancelled."
         try:
             session_id = await self._session(row)
-            outcome = await runner.execute(self.c, session_id, task, row.writable, row.id)
+            outcome = await runner.execute(
+                self.c.events, self.chat, session_id, task, row.writable, row.id
+            )
             title = row.name + ("" if outcome.status == "ok" else f" ({outcome.status})")
             current = await self.store.get(row.id)  # notifiers may have changed meanwhile
             names = current.notifiers if current is not None else row.notifiers
@@ -210,11 +228,10 @@ class AutomationService:
     async def _first_tries(self, delivery_ids: list[int]) -> None:
         """Try every delivery once now, so a working notifier has the result
         by the time the run is reported finished."""
-        queue = self.c.extras.get("deliveries")
-        if queue is None or not delivery_ids:
+        if not delivery_ids:
             return
-        await asyncio.gather(*(queue.attempt(i) for i in delivery_ids))
-        queue.wake()  # anything not delivered is the loop's now
+        await asyncio.gather(*(self.deliveries.attempt(i) for i in delivery_ids))
+        self.deliveries.wake()  # anything not delivered is the loop's now
 
     async def delivery_changed(self, delivery: DeliveryRow) -> None:
         """Each try's outcome goes on the automation feed. (A delivery that
@@ -236,8 +253,7 @@ class AutomationService:
         self, automation_id: int
     ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
         runs = await self.store.runs(automation_id)
-        queue = self.c.extras.get("deliveries")
-        found = await queue.store.of_runs([r.id for r in runs]) if queue is not None else {}
+        found = await self.deliveries.of_runs([r.id for r in runs])
         return [(r, found.get(r.id, [])) for r in runs]
 
     async def _session(self, row: AutomationRow) -> str:
@@ -247,7 +263,7 @@ class AutomationService:
         current = await self.store.get(row.id)  # ``row`` may predate an earlier run
         session_id = current.session_id if current is not None else row.session_id
         if session_id:
-            got = await sessions.store.get(session_id)
+            got = await sessions.find(session_id)
             if got is not None and got.archived_at is None:
                 return session_id
         created = await sessions.create(f"Automation: {row.name}", origin=AUTOMATION)
@@ -255,11 +271,10 @@ class AutomationService:
         return created.session_id
 
     async def _learn(self, row: AutomationRow, session_id: str, status: str, result: str) -> None:
-        memory = self.c.extras.get("memory")
-        if memory is None or not row.writable:  # read-only: memory is not to change
+        if not row.writable:  # read-only: memory is not to change
             return
         try:
-            await memory.record_learning_event(
+            await self.memory.record_learning_event(
                 "automation_outcome",
                 f"Automation '{row.name}' finished: {status}",
                 session_id=session_id,
@@ -319,8 +334,7 @@ class AutomationService:
             q.put_nowait(event)
 
     async def _check_notifiers(self, names: list[str]) -> None:
-        notifiers = self.c.extras.get("notifiers")
-        missing = await notifiers.missing(names) if notifiers else names
+        missing = await self.notifiers.missing(names)
         if missing:
             raise InvalidRequest(
                 f"Unknown notifier(s): {', '.join(missing)}. Create them with POST /notifiers/configs.",

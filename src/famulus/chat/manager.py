@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 from famulus.agent.factory import AgentInputs, Prepared, prepare
 from famulus.agent.scope import RunScope
 from famulus.agent.sink import Decision
+from famulus.chat.ports import ChatMemory, Models
 from famulus.chat.queue import QueuedMessage
 from famulus.chat.run import SHUTDOWN_MESSAGE, Run
-from famulus.chat.skills import parse_invocation, skill_prompt
+from famulus.chat.skills import SkillPrompts, parse_invocation
+from famulus.core import Core
 from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
 from famulus.llm.types import ResolvedModel, Role
 from famulus.store.pending import PendingStore
@@ -33,7 +35,6 @@ from famulus.store.runs import RunStore
 
 if TYPE_CHECKING:
     from famulus.chat.context import ContextService
-    from famulus.container import Container
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,6 @@ CANCEL_WAIT_S = 1.0
 STOP_WAIT_S = 3.0  # server shutdown: all runs together
 AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-NO_MODEL = (
-    "No chat model is connected. Connect a provider with POST /providers/anthropic/connect "
-    "(or openai, google, openrouter in place of anthropic) or add one with POST /models/custom, "
-    "then send the message again."
-)
 
 
 @dataclass(frozen=True)
@@ -96,12 +92,17 @@ def check_images(images: list[dict[str, str]] | None, resolved: ResolvedModel) -
 
 
 class RunManager:
-    def __init__(self, container: Container) -> None:
-        self.c = container
-        self.events = container.events
-        self.history = container.sessions.store
-        self.runs = RunStore(container.db)
-        self.pending = PendingStore(container.db)
+    def __init__(
+        self, core: Core, models: Models, memory: ChatMemory, skills: SkillPrompts
+    ) -> None:
+        self.c = core
+        self.models = models
+        self.memory = memory
+        self.skills = skills
+        self.events = core.events
+        self.history = core.sessions.store
+        self.runs = RunStore(core.db)
+        self.pending = PendingStore(core.db)
         self.active: dict[str, Run] = {}  # run_id -> live run
         self.foreground: dict[str, Run] = {}  # session_id -> its foreground run
         self.context: ContextService | None = None
@@ -109,11 +110,7 @@ class RunManager:
     # -- models --------------------------------------------------------------
 
     async def resolve(self, role: Role) -> ResolvedModel:
-        llm = self.c.extras.get("llm")
-        if llm is None:
-            raise NotConfigured(NO_MODEL)
-        resolved: ResolvedModel = await llm.resolve(role)
-        return resolved
+        return await self.models.resolve(role)
 
     async def resolve_research(self) -> ResolvedModel:
         try:
@@ -132,7 +129,7 @@ class RunManager:
         prompt_text = inp.message
         invocation = parse_invocation(inp.message)
         if invocation is not None:
-            found = await skill_prompt(self.c.extras, *invocation)
+            found = self.skills.invocation(*invocation)
             if found is None:
                 raise NotFound(f"Unknown skill '/{invocation[0]}'. List skills with GET /skills.")
             prompt_text = found
@@ -216,10 +213,10 @@ class RunManager:
         return AgentInputs(
             directives=directives,
             timezone_setting=self.c.settings.timezone,
-            memory=self.c.extras.get("memory"),
+            memory=self.memory,
             directives_service=self.c.directives,
             resolve_research=self.resolve_research,
-            extra_toolsets=await self.c.agent_toolsets(),
+            extra_toolsets=await self.c.hooks.agent_toolsets(),
         )
 
     def in_progress(self, session_id: str) -> list[str]:
@@ -303,17 +300,15 @@ class RunManager:
             del self.foreground[run.session_id]
 
     async def after_finish(self, run: Run) -> None:
-        memory = self.c.extras.get("memory")
-        if memory is not None:
-            try:
-                await memory.on_run_finished(
-                    run.session_id,
-                    run.id,
-                    read_only=run.scope.read_only,
-                    automation_id=run.scope.automation_id,
-                )
-            except Exception:
-                log.exception("memory.on_run_finished failed")
+        try:
+            await self.memory.on_run_finished(
+                run.session_id,
+                run.id,
+                read_only=run.scope.read_only,
+                automation_id=run.scope.automation_id,
+            )
+        except Exception:
+            log.exception("memory.on_run_finished failed")
         leftovers = run.undelivered()
         if leftovers:  # arrived after the last turn boundary: answer them in a new run
             self.run_done(run)
@@ -329,11 +324,10 @@ class RunManager:
     async def learning_event(self, kind: str, summary: str, run: Run, data: dict[str, Any]) -> None:
         """Feedback for continual learning; a read-only automation's run gives none
         (it may change nothing, memory included)."""
-        memory = self.c.extras.get("memory")
-        if memory is None or run.scope.read_only:
+        if run.scope.read_only:
             return
         try:
-            await memory.record_learning_event(
+            await self.memory.record_learning_event(
                 kind, summary, session_id=run.session_id, run_id=run.id, data=data
             )
         except Exception:

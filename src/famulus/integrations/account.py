@@ -9,7 +9,7 @@ on and off (``account_enabled``).
 from __future__ import annotations
 
 from famulus import config_keys
-from famulus.container import Container
+from famulus.core import Core
 from famulus.settings import Settings
 
 
@@ -25,13 +25,13 @@ def configured(settings: Settings) -> bool:
     return mail_configured(settings) or calendar_configured(settings)
 
 
-async def enabled(c: Container) -> bool:
+async def enabled(c: Core) -> bool:
     """The switch; until it is set, a configured account is on."""
     default = configured(c.settings) or config_keys.DEFAULTS.get(config_keys.ACCOUNT_ENABLED)
     value = await c.kv.get(config_keys.ACCOUNT_ENABLED, default)
     return bool(value)
 
 
-async def active(c: Container) -> bool:
+async def active(c: Core) -> bool:
     """Tools and triggers use the account only when it is both configured and on."""
     return configured(c.settings) and await enabled(c)

@@ -30,7 +30,7 @@ import icalendar
 import recurring_ical_events
 
 from famulus.agent.clock import zone_name
-from famulus.container import Container
+from famulus.core import Core
 from famulus.integrations import account
 from famulus.settings import Settings
 
@@ -53,7 +53,7 @@ class CalendarEvent:
     all_day: bool = False
 
 
-async def available(c: Container) -> bool:
+async def available(c: Core) -> bool:
     """The calendar is used only when the account is active and CalDAV is set."""
     return bool(c.settings.caldav_url) and await account.active(c)
 

@@ -10,14 +10,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent.clock import zone_name
 from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
-from famulus.container import Container
+from famulus.core import Core
+from famulus.hooks import ToolsetProvider
 from famulus.integrations import calendar
 from famulus.integrations.calendar import CalendarClient, CalendarError, describe
 from famulus.timeutil import utcnow
@@ -78,16 +78,16 @@ def calendar_toolset(client: CalendarClient, zone: ZoneInfo) -> FunctionToolset[
     return tools
 
 
-def install(app: FastAPI, container: Container) -> None:
-    zone = ZoneInfo(zone_name(container.settings.timezone))
-
+def provider(core: Core) -> ToolsetProvider:
+    """Asked on every run: the calendar tools while the calendar is available."""
+    zone = ZoneInfo(zone_name(core.settings.timezone))
     built: list[Any] = []  # one toolset for every run (see agent/toolcache.py)
 
-    async def provider() -> list[Any]:
-        if not await calendar.available(container):
+    async def provide() -> list[Any]:
+        if not await calendar.available(core):
             return []
         if not built:
-            built.append(calendar_toolset(CalendarClient(container.settings), zone))
+            built.append(calendar_toolset(CalendarClient(core.settings), zone))
         return list(built)
 
-    container.register_toolsets(provider)
+    return provide

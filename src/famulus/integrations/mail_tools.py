@@ -13,13 +13,13 @@ from __future__ import annotations
 from email.utils import getaddresses
 from typing import Any
 
-from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent.outcome import failure
 from famulus.agent.scope import used
-from famulus.container import Container
+from famulus.core import Core
 from famulus.errors import FamulusError
+from famulus.hooks import ToolsetProvider
 from famulus.integrations import account
 from famulus.integrations.mail import MailClient
 from famulus.notify.senders import send_email
@@ -114,13 +114,14 @@ def _check(to: str, subject: str, body: str) -> str | None:
     return None
 
 
-def install(app: FastAPI, container: Container) -> None:
-    settings = container.settings
-
+def provider(core: Core) -> ToolsetProvider:
+    """Asked on every run: the mail tools while mail is configured and switched on
+    (``send_mail`` only with SMTP settings)."""
+    settings = core.settings
     built: list[Any] = []  # one set of toolsets for every run (see agent/toolcache.py)
 
     async def provide() -> list[Any]:
-        if not account.mail_configured(settings) or not await account.enabled(container):
+        if not account.mail_configured(settings) or not await account.enabled(core):
             return []
         if not built:
             built.append(read_toolset(settings))
@@ -128,4 +129,4 @@ def install(app: FastAPI, container: Container) -> None:
                 built.append(send_toolset(settings))
         return list(built)
 
-    container.register_toolsets(provide)
+    return provide

@@ -37,7 +37,7 @@ import httpx
 from famulus import config_keys
 from famulus.agent.outcome import failure
 from famulus.agent.scope import used
-from famulus.container import Container
+from famulus.core import Core
 
 MODES = ("auto", "exa", "ddgs", "none")
 SEARCH_TIMEOUT_S = 15.0
@@ -479,9 +479,16 @@ def _page_text(url: str, response: httpx.Response, body: bytes, cut: bool, limit
 # -- the service the tools and GET /config use -----------------------------------------
 
 
+class Credentials(Protocol):
+    """Where the Exa key is found (``llm.service.LLMService``)."""
+
+    async def service_credential(self, service: str) -> str | None: ...
+
+
 class WebService:
-    def __init__(self, container: Container) -> None:
-        self.c = container
+    def __init__(self, core: Core, credentials: Credentials) -> None:
+        self.c = core
+        self.credentials = credentials
         # Tests point fetch_page at loopback servers; off everywhere else.
         self.allow_private = False
 
@@ -492,11 +499,7 @@ class WebService:
         return str(value) if value in MODES else "auto"
 
     async def exa_key(self) -> str | None:
-        llm = self.c.extras.get("llm")
-        if llm is None or not hasattr(llm, "service_credential"):
-            return None
-        key: str | None = await llm.service_credential("web-search")
-        return key
+        return await self.credentials.service_credential("web-search")
 
     async def backend(self) -> SearchBackend | None:
         key = await self.exa_key()

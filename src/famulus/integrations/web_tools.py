@@ -1,9 +1,8 @@
 """The web area: ``web_search`` and ``fetch_page`` agent tools.
 
-Installs ``WebService`` at ``container.extras["web"]`` and registers a toolset
-provider that is asked on every run: mode ``none`` offers no web tools;
-otherwise ``fetch_page`` is offered, and ``web_search`` too when a search
-backend is usable (mode ``exa`` without an Exa key has none).
+``provider(web)`` is the toolset provider asked on every run: mode ``none``
+offers no web tools; otherwise ``fetch_page`` is offered, and ``web_search``
+too when a search backend is usable (mode ``exa`` without an Exa key has none).
 
 The toolset ids start with ``read-only:``, which lets the research sub-agent
 use them as well (see ``famulus.agent.research``).
@@ -13,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
 from pydantic_ai.toolsets import FunctionToolset
 
 from famulus.agent.toolcache import per_owner
-from famulus.container import Container
+from famulus.hooks import ToolsetProvider
 from famulus.integrations.web import WebService
 
 SEARCH_TOOLSET_ID = "read-only:web-search"
@@ -57,9 +55,9 @@ def fetch_toolset(web: WebService) -> FunctionToolset[Any]:
     return tools
 
 
-def install(app: FastAPI, container: Container) -> None:
-    web = WebService(container)
-    container.extras["web"] = web
+def provider(web: WebService) -> ToolsetProvider:
+    """Asked on every run: no web tools in mode ``none``; ``fetch_page`` otherwise,
+    and ``web_search`` too while a search backend is usable."""
 
     async def provide() -> list[Any]:
         if await web.mode() == "none":
@@ -69,4 +67,4 @@ def install(app: FastAPI, container: Container) -> None:
             found.insert(0, search_toolset(web))
         return found
 
-    container.register_toolsets(provide)
+    return provide

@@ -1,18 +1,17 @@
 """GET/PATCH /config and GET /models: the role models and the integration switches.
 
 The embedding model and memory state belong to the memory area; this module
-only reads them (kv keys, and the memory service when it is installed) so the
-config object stays one document.
+only reads them, through the small ``MemoryStatus`` port, so the config object
+stays one document without the llm area importing memory.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from famulus import config_keys
-from famulus.container import Container
+from famulus.core import Core
 from famulus.errors import InvalidRequest
 from famulus.integrations import account, web
 from famulus.llm.service import LOOKUP_ORDER, LLMService
@@ -26,18 +25,23 @@ _SWITCHES = {
 }
 
 
-async def _kv(c: Container, key: str) -> Any:
+class MemoryStatus(Protocol):
+    """What /config shows of memory (``memory.facade.MemoryFacade`` has it)."""
+
+    def current_embedding_model(self) -> str: ...
+
+    def connected(self) -> bool: ...
+
+
+async def _kv(c: Core, key: str) -> Any:
     return await c.kv.get(key, config_keys.DEFAULTS.get(key))
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 class ConfigService:
-    def __init__(self, container: Container, llm: LLMService) -> None:
-        self.c = container
+    def __init__(self, core: Core, llm: LLMService, memory: MemoryStatus) -> None:
+        self.c = core
         self.llm = llm
+        self.memory = memory
 
     async def get(self) -> dict[str, Any]:
         return {
@@ -88,21 +92,12 @@ class ConfigService:
         }
 
     async def _embedding_model(self) -> str | None:
-        memory = self.c.extras.get("memory")
-        if memory is not None and hasattr(memory, "current_embedding_model"):
-            value = await _maybe_await(memory.current_embedding_model())
-            return str(value) if value else None
-        value = await self.c.kv.get(config_keys.EMBEDDING_MODEL)
-        return str(value) if value else None
+        return self.memory.current_embedding_model() or None
 
     async def _memory(self) -> dict[str, Any]:
-        memory = self.c.extras.get("memory")
-        connected = False
-        if memory is not None and hasattr(memory, "connected"):
-            connected = bool(await _maybe_await(memory.connected()))
         return {
             "enabled": bool(await _kv(self.c, config_keys.MEMORY_ENABLED)),
-            "connected": connected,
+            "connected": self.memory.connected(),
             "dreams": bool(await _kv(self.c, config_keys.DREAMS_ENABLED)),
         }
 

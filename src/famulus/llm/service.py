@@ -1,7 +1,7 @@
 """LLMService: which models are usable, and a ready model for each role.
 
 This is the interface the chat and memory areas code against
-(``container.extras["llm"]``): ``resolve(role)``, ``set_override``,
+(``Container.llm`` in ``wiring.py``): ``resolve(role)``, ``set_override``,
 ``credential``, ``base_url`` and ``service_credential``. Provider connection,
 custom models and model identifiers are managed here too, so every rule about
 "which model does this name mean" lives in one place.

@@ -1,4 +1,4 @@
-"""MemoryService: the one object other areas talk to (``container.extras["memory"]``).
+"""MemoryService: the memory area's rules (other areas reach it through ``memory.facade.MemoryFacade``).
 
 It owns the rules that tie rows and indexes together: every write of a fact
 or observation embeds the text and updates the in-memory index before it

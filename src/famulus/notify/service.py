@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from famulus.errors import Conflict, InvalidRequest, NotFound
 from famulus.notify import senders
@@ -14,13 +15,19 @@ from famulus.store.notifiers import NotifierRow, NotifierStore
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
+class Credentials(Protocol):
+    """Where a connected service's stored key is found (``llm.service.LLMService``)."""
+
+    async def service_credential(self, service: str) -> str | None: ...
+
+
 class NotifierService:
-    def __init__(self, settings: Settings, store: NotifierStore, extras: dict[str, Any]) -> None:
+    def __init__(self, settings: Settings, store: NotifierStore, credentials: Credentials) -> None:
         self.settings = settings
         self.store = store
-        self.extras = extras  # to find the llm service's stored Telegram token
-        # Callables name → bool telling whether an automation uses the notifier.
-        self.in_use_checks: list[Any] = []
+        self.credentials = credentials  # the stored Telegram bot token
+        # Before a delete: name → the automations that still send to it.
+        self.in_use_checks: list[Callable[[str], Awaitable[list[str]]]] = []
 
     async def create(self, name: str, type_: str, config: dict[str, Any]) -> NotifierRow:
         if not _NAME.match(name):
@@ -93,8 +100,4 @@ class NotifierService:
         await self.send(name, "famulus test", "This is a test message from famulus.")
 
     async def _telegram_token(self) -> str | None:
-        llm = self.extras.get("llm")
-        if llm is None or not hasattr(llm, "service_credential"):
-            return None
-        token: str | None = await llm.service_credential("telegram")
-        return token
+        return await self.credentials.service_credential("telegram")

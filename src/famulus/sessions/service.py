@@ -12,10 +12,10 @@ every session stays reachable by id.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
 
 from famulus.chat.events import EventHub
 from famulus.errors import Conflict, NotFound
+from famulus.hooks import Hooks
 from famulus.store.sessions import MessageRow, SessionRow, SessionStore
 from famulus.timeutil import now_iso
 
@@ -25,9 +25,6 @@ CHAT = "chat"
 AUTOMATION = "automation"
 ORIGINS = (CHAT, AUTOMATION)
 ID_QUOTE_MAX = 64
-
-# Called before a session is removed or cleared, e.g. to cancel its run.
-SessionHook = Callable[[str], Awaitable[None]]
 
 
 def new_session_id() -> str:
@@ -42,16 +39,19 @@ def quote_id(session_id: str) -> str:
 
 
 class SessionService:
-    def __init__(self, store: SessionStore, events: EventHub) -> None:
+    def __init__(self, store: SessionStore, events: EventHub, hooks: Hooks) -> None:
         self.store = store
         self.events = events
-        self.before_remove: list[SessionHook] = []
-        self.before_clear: list[SessionHook] = []
+        self.hooks = hooks  # ``before_remove`` / ``before_clear`` run here
 
     async def create(self, name: str | None = None, origin: str = CHAT) -> SessionRow:
         if origin not in ORIGINS:
             raise ValueError(f"unknown session origin {origin!r}")
         return await self.store.create(new_session_id(), name or DEFAULT_NAME, origin)
+
+    async def find(self, session_id: str) -> SessionRow | None:
+        """The session, or None when there is none (``get`` raises NotFound)."""
+        return await self.store.get(session_id)
 
     async def get(self, session_id: str) -> SessionRow:
         row = await self.store.get(session_id)
@@ -126,14 +126,14 @@ class SessionService:
 
     async def delete_permanently(self, session_id: str) -> None:
         await self.get(session_id)
-        for hook in self.before_remove:
+        for hook in self.hooks.before_remove:
             await hook(session_id)
         await self.store.delete(session_id)
         self.events.forget(session_id)
 
     async def clear(self, session_id: str | None) -> SessionRow:
         row = await self.current(session_id)
-        for hook in self.before_clear:
+        for hook in self.hooks.before_clear:
             await hook(row.session_id)
         await self.store.clear_messages(row.session_id)
         await self.events.publish(row.session_id, "session_cleared", session_id=row.session_id)

@@ -16,8 +16,8 @@ import os
 import shutil
 import signal
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 from pydantic_ai.toolsets import FunctionToolset
@@ -26,11 +26,14 @@ from famulus.agent import scope
 from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
-from famulus.container import Container
 from famulus.errors import FamulusError
+from famulus.llm.providers import ProviderAdmin
 from famulus.skills.approvals import ScriptApprovals
+from famulus.skills.installer import SkillInstaller
+from famulus.skills.registry import SkillRegistry
 from famulus.skills.sandbox import Jail, Sandbox, python_interpreter
 from famulus.skills.skill import Skill
+from famulus.store.kv import KVStore
 
 SCRIPT_TIMEOUT_S = 60.0
 OUTPUT_LIMIT = 16 * 1024
@@ -153,13 +156,24 @@ async def run_script(jail: Jail, cwd: Path, timeout: float) -> tuple[int | None,
     return (None if timed_out else proc.returncode), bytes(output), seen[0]
 
 
-def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
+@dataclass(frozen=True)
+class SkillServices:
+    """What the skill tools call."""
+
+    registry: SkillRegistry
+    installer: SkillInstaller
+    models: ProviderAdmin
+    sandbox: Sandbox
+    kv: KVStore  # script approvals
+
+
+def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
     tools: FunctionToolset[AgentDeps] = FunctionToolset()
 
     @tools.tool_plain
     def list_skills() -> str:
         """List the skills the person can invoke as /name, with their scripts."""
-        skills = c.extras["skills"].all()
+        skills = c.registry.all()
         return "\n".join(_describe(s) for s in skills) if skills else "No skills are installed."
 
     @tools.tool_plain(requires_approval=True)
@@ -174,7 +188,7 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
                 "Not installed: source must be 1-500 characters, owner/repo/path/to/skill."
             )
         try:
-            skill = await c.extras["skill_installer"].install(source)
+            skill = await c.installer.install(source)
         except FamulusError as exc:
             return failure(f"Not installed: {exc.detail}")
         used("skills")
@@ -205,7 +219,7 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
                 max_output_tokens=max_output_tokens,
                 api_key=api_key or None,
             )
-            await c.extras["llm_admin"].add_custom(
+            await c.models.add_custom(
                 body.model_id,
                 body.base_url,
                 body.context_window,
@@ -240,10 +254,10 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
             )
         if any("\x00" in a for a in argv_extra):
             return failure("Not run: arguments may not contain NUL characters.")
-        skill = c.extras["skills"].get(name)
+        skill = c.registry.get(name)
         if skill is None:
             return failure(f"Not run: no skill named '{name}'.")
-        sandbox: Sandbox = c.extras["skill_sandbox"]
+        sandbox = c.sandbox
         problem = await sandbox.problem()
         if problem is not None:
             return failure(f"Not run: {problem}")
@@ -284,12 +298,3 @@ def skill_toolset(c: Container) -> FunctionToolset[AgentDeps]:
         return f"{head}\nOutput:\n{output}" if output else f"{head} It printed nothing."
 
     return tools
-
-
-def register(c: Container) -> None:
-    toolset = skill_toolset(c)
-
-    async def provide() -> list[Any]:
-        return [toolset]
-
-    c.register_toolsets(provide)

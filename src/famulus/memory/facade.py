@@ -1,20 +1,17 @@
-"""Wires the memory area: the service other areas call, its routers and timers.
+"""The memory area's face to the rest of famulus.
 
-``container.extras["memory"]`` is a ``MemoryFacade``: the small interface the
-chat, agent and config areas use (prompt context, tools, run hooks, learning
-events, embedding status), over the full ``MemoryService``.
+``MemoryFacade`` is the small interface the chat, agent, automations and config
+areas use (prompt context, tools, run hooks, learning events, embedding
+status), over the full ``MemoryService``; the memory routers use the service.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Depends, FastAPI
 from pydantic_ai.toolsets import AbstractToolset
 
-from famulus.api.deps import require_key
-from famulus.container import Container
-from famulus.memory import context, reindex
+from famulus.memory import context
 from famulus.memory.jobs import MemoryJobs
 from famulus.memory.learning import Learning
 from famulus.memory.service import MemoryService
@@ -68,31 +65,3 @@ class MemoryFacade:
         await self.learning.record(
             kind, summary, session_id=session_id, run_id=run_id, data=data or {}
         )
-
-
-def install(app: FastAPI, container: Container) -> None:
-    from famulus.api import embedding, memory_admin, memory_facts, memory_learning, memory_profile
-
-    settings = container.settings
-    service = MemoryService(container.db, container.kv, lambda: container.extras.get("llm"))
-    service.budget_chars = int(getattr(settings, "memory_budget_chars", 4000))
-    jobs = MemoryJobs(
-        service,
-        container.sessions,
-        quiet_s=float(getattr(settings, "memory_quiet_s", 120.0)),
-        after_messages=int(getattr(settings, "memory_extract_after_messages", 20)),
-    )
-    learning = Learning(service, container.directives)
-    service.jobs, service.learning = jobs, learning
-    container.extras["memory"] = MemoryFacade(service, jobs, learning)
-
-    async def stop() -> None:
-        await jobs.stop()
-        await reindex.stop_reindex(service)
-        await service.stop()
-
-    container.on_start(service.start)
-    container.on_start(jobs.resume)
-    container.on_stop(stop)
-    for module in (memory_facts, memory_profile, memory_learning, memory_admin, embedding):
-        app.include_router(module.router, dependencies=[Depends(require_key)])
