@@ -1,5 +1,5 @@
 """Agent tools behind the builtin skills: install a skill, add a custom model,
-list skills and run a skill's script.
+list skills and run a skill's script (the methods of ``SkillTools``).
 
 Every tool that changes something asks first (``requires_approval``); an
 automation that is not writable has those requests denied. A refusal from the
@@ -157,8 +157,8 @@ async def run_script(jail: Jail, cwd: Path, timeout: float) -> tuple[int | None,
 class SkillTools:
     """The builtin skills' agent tools, one method each, over one container's services.
 
-    The services are looked up on every call, not kept: each area installs its
-    own, and a tool must see the one installed when it runs.
+    The services are looked up on every call, not kept: some belong to other
+    areas (the llm area's admin), which may install them after this is built.
     """
 
     def __init__(self, c: Container) -> None:
