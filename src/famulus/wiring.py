@@ -46,7 +46,7 @@ from famulus.settings import Settings
 from famulus.skills.installer import SkillInstaller
 from famulus.skills.registry import SkillRegistry
 from famulus.skills.sandbox import Sandbox
-from famulus.skills.tools import SkillServices, skill_toolset
+from famulus.skills.tools import SkillServices, SkillTools, skill_toolset
 from famulus.store.automations import AutomationStore
 from famulus.store.calendar_fired import CalendarFiredStore
 from famulus.store.deliveries import DeliveryStore
@@ -112,7 +112,8 @@ def build_container(settings: Settings) -> Container:
     installer = SkillInstaller(settings, registry)
     sandbox = Sandbox(settings.bwrap_path, settings.home, settings.unsandboxed_scripts)
     llm_admin = ProviderAdmin(llm)
-    skill_tools = skill_toolset(SkillServices(registry, installer, llm_admin, sandbox, core.kv))
+    services = SkillServices(registry, installer, llm_admin, sandbox, core.kv)
+    skill_tools = skill_toolset(SkillTools(services))
     hooks.toolsets(_always([skill_tools]))
     notifiers, deliveries = _notify(core, llm)
     web = WebService(core, llm)

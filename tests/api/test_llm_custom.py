@@ -167,6 +167,26 @@ async def test_removing_a_role_model_clears_the_role(
     assert (cfg["chat_model"], cfg["memory_model"]) == (None, None)
 
 
+async def test_an_override_answers_only_within_its_with(app: Any) -> None:
+    from pydantic_ai.models.test import TestModel
+    from tests.support.chat_models import resolved
+
+    from famulus.errors import NotConfigured
+
+    llm = app.state.container.llm
+    outer = resolved(TestModel(), model_id="outer")
+    with llm.override("chat", outer):
+        assert (await llm.resolve("chat")) is outer
+        assert (await llm.resolve("memory")) is outer  # no memory model: it falls back to chat
+        with llm.override("chat", resolved(TestModel(), model_id="inner")):
+            assert (await llm.resolve("chat")).model_id == "inner"
+        assert (await llm.resolve("chat")) is outer
+    with pytest.raises(NotConfigured):
+        await llm.resolve("chat")
+    with pytest.raises(ValueError, match="unknown role"), llm.override("drafting", outer):
+        pass
+
+
 async def test_no_model_is_503_with_guidance(client: httpx.AsyncClient, app: Any) -> None:
     from famulus.errors import NotConfigured
 

@@ -1,14 +1,16 @@
 """Helpers for chat tests: scripted pydantic-ai models and event polling.
 
 ``install_model`` wraps a FunctionModel/TestModel in a ResolvedModel and puts
-it in front of the real LLMService with ``set_override``; ``events_until``
-polls the persisted event log (the in-process transport cannot stream SSE).
+it in front of the real LLMService with ``LLMService.override``, for the rest
+of the app's life; ``events_until`` polls the persisted event log (the
+in-process transport cannot stream SSE).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import ExitStack
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -41,8 +43,24 @@ def resolved(
 
 
 def install_model(app: Any, model: Model | ResolvedModel, role: str = "chat", **kw: Any) -> None:
+    """``model`` answers for ``role`` from now until the app is thrown away (a
+    later call for the same role takes over); ``with llm.override(...)`` in a
+    test scopes one more narrowly."""
     llm = app.state.container.llm
-    llm.set_override(role, model if isinstance(model, ResolvedModel) else resolved(model, **kw))
+    chosen = model if isinstance(model, ResolvedModel) else resolved(model, **kw)
+    held(app).enter_context(llm.override(role, chosen))
+
+
+def held(app: Any) -> ExitStack:
+    """The overrides a test put on ``app``, kept on the app itself: they go with it.
+
+    (A weak map keyed by the service would never let go: each override's
+    frame refers back to the service.)
+    """
+    stack: ExitStack | None = getattr(app.state, "model_overrides", None)
+    if stack is None:
+        stack = app.state.model_overrides = ExitStack()
+    return stack
 
 
 def scripted(*turns: Any, delay: float = 0.0) -> FunctionModel:

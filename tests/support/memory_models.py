@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from tests.support.chat_models import resolved
+from tests.support.chat_models import install_model, resolved
 
 
 class Structured:
@@ -42,8 +42,7 @@ class Structured:
 
 def install_memory_model(app: Any, *outputs: dict[str, Any]) -> Structured:
     scripted = Structured(list(outputs))
-    llm = app.state.container.llm
-    llm.set_override("memory", resolved(scripted.model, model_id="memory-test"))
+    install_model(app, resolved(scripted.model, model_id="memory-test"), role="memory")
     return scripted
 
 

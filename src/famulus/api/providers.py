@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
 from famulus.api.schemas import RequestBody
-from famulus.llm.custom import MODEL_ID_PATTERN
+from famulus.llm.custom import CustomModelSpec
 from famulus.llm.providers import ProviderAdmin
 from famulus.wiring import Container
 
@@ -56,13 +56,10 @@ class OAuthStatus(BaseModel):
     error: str | None = None
 
 
-class CustomModelIn(RequestBody):
-    model_id: str = Field(min_length=1, max_length=200, pattern=MODEL_ID_PATTERN)
-    base_url: str = Field(min_length=1, max_length=2048)
-    context_window: int = Field(gt=0)
-    max_output_tokens: int = Field(gt=0)
-    api_key: str | None = Field(default=None, max_length=4096)
-    vision: bool = False
+# The body of POST /models/custom: the llm area's fields, strict as every body.
+# (No docstring: it would become the schema's description in the OpenAPI document.)
+class CustomModelIn(CustomModelSpec, RequestBody):
+    pass
 
 
 class CustomModelStatus(BaseModel):
@@ -103,14 +100,7 @@ async def oauth_status(a: ProviderAdmin = Depends(admin)) -> Any:
 
 @router.post("/models/custom", status_code=201, response_model=CustomModelStatus)
 async def add_custom(body: CustomModelIn, a: ProviderAdmin = Depends(admin)) -> Any:
-    await a.add_custom(
-        body.model_id,
-        body.base_url,
-        body.context_window,
-        body.max_output_tokens,
-        body.api_key,
-        body.vision,
-    )
+    await a.add_custom(body)
     return {"status": "added", "model_id": body.model_id}
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, Field
+
 from famulus.errors import Conflict, InvalidRequest, NotFound
 from famulus.llm.catalog import ModelInfo
 from famulus.llm.credentials import Credentials
@@ -12,6 +14,23 @@ from famulus.store.llm import CustomModelRow, CustomModelStore
 
 MODEL_ID_PATTERN = r"^[A-Za-z0-9._:/-]{1,200}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
+
+
+class CustomModelSpec(BaseModel):
+    """A custom model as a person describes it, checked field by field.
+
+    Both ways to add one check it here, so they accept the same values: the
+    HTTP body (``api.providers.CustomModelIn`` adds the strictness of a
+    request body) and the agent's ``add_custom_model`` tool. The checks that
+    need more than one field or the database are ``CustomModels.add``'s.
+    """
+
+    model_id: str = Field(min_length=1, max_length=200, pattern=MODEL_ID_PATTERN)
+    base_url: str = Field(min_length=1, max_length=2048)
+    context_window: int = Field(gt=0)
+    max_output_tokens: int = Field(gt=0)
+    api_key: str | None = Field(default=None, max_length=4096)
+    vision: bool = False
 
 
 def check_base_url(url: str) -> str:

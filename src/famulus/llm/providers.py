@@ -12,6 +12,7 @@ from typing import Any
 from famulus.errors import InvalidRequest
 from famulus.llm import catalog, probe
 from famulus.llm.credentials import key_hint
+from famulus.llm.custom import CustomModelSpec
 from famulus.llm.service import REMOTE_MODELS_KEY, ROLE_KEYS, LLMService, split_ref
 
 
@@ -95,19 +96,16 @@ class ProviderAdmin:
             self.llm.credentials.forget("provider", provider)
             await self.llm.kv.delete(REMOTE_MODELS_KEY + provider)
 
-    async def add_custom(
-        self,
-        model_id: str,
-        base_url: str,
-        context_window: int,
-        max_output_tokens: int,
-        api_key: str | None,
-        vision: bool,
-    ) -> None:
+    async def add_custom(self, spec: CustomModelSpec) -> None:
         await self.llm.custom.add(
-            model_id, base_url, context_window, max_output_tokens, api_key, vision
+            spec.model_id,
+            spec.base_url,
+            spec.context_window,
+            spec.max_output_tokens,
+            spec.api_key,
+            spec.vision,
         )
-        await self.llm.ensure_chat_model(model_id)
+        await self.llm.ensure_chat_model(spec.model_id)
 
     async def remove_custom(self, model_id: str) -> None:
         await self.llm.custom.remove(model_id)

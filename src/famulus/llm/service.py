@@ -1,7 +1,7 @@
 """LLMService: which models are usable, and a ready model for each role.
 
 This is the interface the chat and memory areas code against
-(``Container.llm`` in ``wiring.py``): ``resolve(role)``, ``set_override``,
+(``Container.llm`` in ``wiring.py``): ``resolve(role)``, ``override``,
 ``credential``, ``base_url`` and ``service_credential``. Provider connection,
 custom models and model identifiers are managed here too, so every rule about
 "which model does this name mean" lives in one place.
@@ -10,7 +10,8 @@ custom models and model identifiers are managed here too, so every rule about
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ class LLMService:
         self.oauth = CodexOAuth(settings, secrets)
         self.oauth.on_connected = self._codex_connected
         self.services = ExternalServices(settings, self.credentials)
-        self._overrides: dict[str, ResolvedModel] = {}
+        self._overrides: dict[str, ResolvedModel] = {}  # see override()
         self._cache: dict[tuple[Any, ...], ResolvedModel] = {}
 
     # -- the hand-off interface ------------------------------------------------
@@ -138,14 +139,27 @@ class LLMService:
                 steps.append(f"connect {info.name} with POST /providers/{info.id}/connect")
         return " or ".join(steps) if steps else _any_provider()
 
-    def set_override(self, role: str, resolved: ResolvedModel | None) -> None:
-        """Tests inject FunctionModel/TestModel here; ``None`` removes the override."""
+    @contextmanager
+    def override(self, role: Role, model: ResolvedModel) -> Iterator[None]:
+        """Within the ``with``, ``resolve(role)`` answers ``model``, whatever is configured.
+
+        Like pydantic-ai's ``Agent.override``, for a caller that brings its own
+        model (a scripted one in tests). It is held on the service, not in a
+        context variable, so work started before the ``with`` (automations,
+        memory extraction) sees it as well. On exit the model ``role`` had
+        before, overridden or not, is back.
+        """
         if role not in ROLE_KEYS:
             raise ValueError(f"unknown role {role!r}")
-        if resolved is None:
-            self._overrides.pop(role, None)
-        else:
-            self._overrides[role] = resolved
+        before = self._overrides.get(role)
+        self._overrides[role] = model
+        try:
+            yield
+        finally:
+            if before is None:
+                self._overrides.pop(role, None)
+            else:
+                self._overrides[role] = before
 
     async def credential(self, provider: str) -> str | None:
         """The key (stored or from the environment) or, for openai-codex, the access token."""

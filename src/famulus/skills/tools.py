@@ -1,5 +1,5 @@
 """Agent tools behind the builtin skills: install a skill, add a custom model,
-list skills and run a skill's script.
+list skills and run a skill's script (the methods of ``SkillTools``).
 
 Every tool that changes something asks first (``requires_approval``); an
 automation that is not writable has those requests denied. A refusal from the
@@ -27,6 +27,7 @@ from famulus.agent.outcome import failure
 from famulus.agent.scope import used
 from famulus.agent.sink import AgentDeps
 from famulus.errors import FamulusError
+from famulus.llm.custom import CustomModelSpec
 from famulus.llm.providers import ProviderAdmin
 from famulus.skills.approvals import ScriptApprovals
 from famulus.skills.installer import SkillInstaller
@@ -167,17 +168,18 @@ class SkillServices:
     kv: KVStore  # script approvals
 
 
-def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
-    tools: FunctionToolset[AgentDeps] = FunctionToolset()
+class SkillTools:
+    """The builtin skills' agent tools, one method each, over the services they use."""
 
-    @tools.tool_plain
-    def list_skills() -> str:
+    def __init__(self, c: SkillServices) -> None:
+        self.c = c
+
+    def list_skills(self) -> str:
         """List the skills the person can invoke as /name, with their scripts."""
-        skills = c.registry.all()
+        skills = self.c.registry.all()
         return "\n".join(_describe(s) for s in skills) if skills else "No skills are installed."
 
-    @tools.tool_plain(requires_approval=True)
-    async def install_skill(source: str) -> str:
+    async def install_skill(self, source: str) -> str:
         """Install a skill from the code host into the global skills folder.
 
         source is shaped '<owner>/<repo>/<path to skill folder>'; the folder must
@@ -188,7 +190,7 @@ def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
                 "Not installed: source must be 1-500 characters, owner/repo/path/to/skill."
             )
         try:
-            skill = await c.installer.install(source)
+            skill = await self.c.installer.install(source)
         except FamulusError as exc:
             return failure(f"Not installed: {exc.detail}")
         used("skills")
@@ -196,8 +198,8 @@ def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
             f" It has scripts: {', '.join(skill.scripts)}." if skill.scripts else ""
         )
 
-    @tools.tool_plain(requires_approval=True)
     async def add_custom_model(
+        self,
         model_id: str,
         base_url: str,
         context_window: int,
@@ -209,77 +211,50 @@ def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
         base_url is the endpoint's base address, usually ending in /v1; api_key is
         optional (local servers usually need none).
         """
-        from famulus.api.providers import CustomModelIn
-
         try:
-            body = CustomModelIn(
+            spec = CustomModelSpec(
                 model_id=model_id,
                 base_url=base_url,
                 context_window=context_window,
                 max_output_tokens=max_output_tokens,
                 api_key=api_key or None,
             )
-            await c.models.add_custom(
-                body.model_id,
-                body.base_url,
-                body.context_window,
-                body.max_output_tokens,
-                body.api_key,
-                body.vision,
-            )
+            await self.c.models.add_custom(spec)
         except ValidationError as exc:
             return failure(f"Not added: {_validation_sentence(exc)}.")
         except FamulusError as exc:
             return failure(f"Not added: {exc.detail}")
-        key = " with an API key" if body.api_key else " without an API key"
+        key = " with an API key" if spec.api_key else " without an API key"
         return (
-            f"Added the custom model '{body.model_id}' at {body.base_url}{key}"
-            f" (context window {body.context_window}, max output {body.max_output_tokens})."
-            f" Remove it with DELETE /models/custom/{body.model_id}."
+            f"Added the custom model '{spec.model_id}' at {spec.base_url}{key}"
+            f" (context window {spec.context_window}, max output {spec.max_output_tokens})."
+            f" Remove it with DELETE /models/custom/{spec.model_id}."
         )
 
-    @tools.tool_plain(requires_approval=True)
     async def run_skill_script(
-        name: str, args: list[str] | None = None, script: str | None = None
+        self, name: str, args: list[str] | None = None, script: str | None = None
     ) -> str:
         """Run the script of an installed skill (no shell, in the skill's folder, 60 s limit).
 
         args are passed to the script as separate arguments. script names which
         file to run when the skill has more than one.
         """
-        argv_extra = list(args or [])
-        if len(argv_extra) > MAX_ARGS or any(len(a) > MAX_ARG_CHARS for a in argv_extra):
-            return failure(
-                f"Not run: at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters each."
-            )
-        if any("\x00" in a for a in argv_extra):
-            return failure("Not run: arguments may not contain NUL characters.")
-        skill = c.registry.get(name)
-        if skill is None:
-            return failure(f"Not run: no skill named '{name}'.")
-        sandbox = c.sandbox
-        problem = await sandbox.problem()
+        extra = list(args or [])
+        problem = _argument_problem(extra)
         if problem is not None:
             return failure(f"Not run: {problem}")
-        approvals = ScriptApprovals(c.kv)
-        if scope.origin() == "automation" and not await approvals.approved(skill):
-            return failure(
-                f"Not run: the person has not yet run a script of '{skill.name}' in a chat "
-                "(or it changed since); automations run only scripts of skills the person "
-                "approved once."
-            )
-        chosen = choose_script(skill, script)
-        if isinstance(chosen, str):
-            return failure(f"Not run: {chosen}")
-        try:
-            argv = command_for(chosen)
-        except OSError as exc:
-            return failure(f"Not run: the script could not be read ({exc.strerror or exc}).")
-        if isinstance(argv, str):
-            return failure(f"Not run: {argv}")
+        skill = self.c.registry.get(name)
+        if skill is None:
+            return failure(f"Not run: no skill named '{name}'.")
+        sandbox = self.c.sandbox
+        approvals = ScriptApprovals(self.c.kv)
+        prepared = await _prepare(skill, script, sandbox, approvals)
+        if isinstance(prepared, str):
+            return failure(f"Not run: {prepared}")
+        chosen, argv = prepared
         timeout = SCRIPT_TIMEOUT_S
         folder = skill.path.resolve()
-        jail = sandbox.jail([*argv, *argv_extra], folder, network=skill.network)
+        jail = sandbox.jail([*argv, *extra], folder, network=skill.network)
         if scope.origin() != "automation":  # the person approved this run (or skipped asking)
             await approvals.record(skill)
         try:
@@ -287,14 +262,64 @@ def skill_toolset(c: SkillServices) -> FunctionToolset[AgentDeps]:
         except OSError as exc:
             return failure(f"Not run: the script could not be started ({exc.strerror or exc}).")
         used("skills")
-        rel = chosen.relative_to(skill.path.resolve()).as_posix()
-        if code is None:
-            head = f"{rel} was stopped after {timeout:g} s without finishing."
-        else:
-            head = f"{rel} exited with code {code}."
-        output = raw.decode(errors="replace")
-        if total > len(raw):
-            output += f"\n[output truncated: {total} bytes, the first {len(raw)} shown]"
-        return f"{head}\nOutput:\n{output}" if output else f"{head} It printed nothing."
+        return _report(chosen.relative_to(folder).as_posix(), code, raw, total, timeout)
 
-    return tools
+
+def _argument_problem(args: list[str]) -> str | None:
+    """Why these script arguments are refused, or None: the limits keep a model
+    from passing a megabyte of text, and a NUL cannot cross exec at all."""
+    if len(args) > MAX_ARGS or any(len(a) > MAX_ARG_CHARS for a in args):
+        return f"at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters each."
+    if any("\x00" in a for a in args):
+        return "arguments may not contain NUL characters."
+    return None
+
+
+async def _prepare(
+    skill: Skill, script: str | None, sandbox: Sandbox, approvals: ScriptApprovals
+) -> tuple[Path, list[str]] | str:
+    """(script file, argv to start it), or why the script may not or cannot run.
+
+    Checked in this order so the answer names the first thing the person can
+    fix: the sandbox, the automation rule (see approvals.py), then the file.
+    """
+    problem = await sandbox.problem()
+    if problem is not None:
+        return problem
+    if scope.origin() == "automation" and not await approvals.approved(skill):
+        return (
+            f"the person has not yet run a script of '{skill.name}' in a chat "
+            "(or it changed since); automations run only scripts of skills the person "
+            "approved once."
+        )
+    chosen = choose_script(skill, script)
+    if isinstance(chosen, str):
+        return chosen
+    try:
+        argv = command_for(chosen)
+    except OSError as exc:
+        return f"the script could not be read ({exc.strerror or exc})."
+    return argv if isinstance(argv, str) else (chosen, argv)
+
+
+def _report(rel: str, code: int | None, raw: bytes, total: int, timeout: float) -> str:
+    """What the model is told about a finished (or stopped) run, output included."""
+    if code is None:
+        head = f"{rel} was stopped after {timeout:g} s without finishing."
+    else:
+        head = f"{rel} exited with code {code}."
+    output = raw.decode(errors="replace")
+    if total > len(raw):
+        output += f"\n[output truncated: {total} bytes, the first {len(raw)} shown]"
+    return f"{head}\nOutput:\n{output}" if output else f"{head} It printed nothing."
+
+
+def skill_toolset(tools: SkillTools) -> FunctionToolset[AgentDeps]:
+    """The four tools as one toolset; every one that changes something asks first.
+    Built once (``wiring.py``): generating the tools' schemas on every run costs
+    CPU (see agent/toolcache.py), and the tools keep no per-run state."""
+    toolset: FunctionToolset[AgentDeps] = FunctionToolset()
+    toolset.add_function(tools.list_skills, takes_ctx=False)
+    for write in (tools.install_skill, tools.add_custom_model, tools.run_skill_script):
+        toolset.add_function(write, takes_ctx=False, requires_approval=True)
+    return toolset
