@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.radicale import PASSWORD, USER, CalDav, radicale_server
+from tests.support.sessions import new_session
 
 from famulus.settings import Settings
 from famulus.timeutil import parse_iso, utcnow
@@ -46,10 +47,6 @@ def settings(home: Path, tmp_path: Path, caldav_server: CalDav) -> Settings:
 
 def _minute(dt: datetime) -> datetime:
     return dt.replace(second=0, microsecond=0)
-
-
-async def _session(client: httpx.AsyncClient) -> str:
-    return str((await client.post("/sessions", json={"name": "t"})).json()["session_id"])
 
 
 async def _tool_names(app: Any) -> set[str]:
@@ -93,7 +90,7 @@ async def test_calendar_events_tool_reads_the_server(
         caldav_server.add, "Far trip", now + timedelta(days=20), now + timedelta(days=21)
     )
     install_model(app, scripted(("tool", "calendar_events", '{"days_ahead": 2}'), "Listed."))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "my week?", "session_id": sid})
     events = await events_until(app, sid, "run_finished")
     result = next(e for e in events if e["type"] == "tool_result")
@@ -118,7 +115,7 @@ async def _create_via_chat(
         "location": "Cafe Blau",
     }
     install_model(app, scripted(("tool", "create_calendar_event", json.dumps(args)), "Done."))
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "book lunch", "session_id": sid})
     ).json()["run_id"]

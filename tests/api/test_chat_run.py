@@ -7,16 +7,12 @@ from typing import Any
 
 import httpx
 from tests.support.chat_models import events_until, install_model, scripted, until_streaming
-
-
-async def _session(client: httpx.AsyncClient) -> str:
-    r = await client.post("/sessions", json={"name": "t"})
-    return str(r.json()["session_id"])
+from tests.support.sessions import new_session
 
 
 async def test_plain_answer_events_history_usage(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted("Hello there"), prices=(1.0, 2.0))
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post("/chat/message", json={"message": "hi", "session_id": sid})
     assert r.status_code == 202, r.text
     body = r.json()
@@ -40,7 +36,7 @@ async def test_plain_answer_events_history_usage(app: Any, client: httpx.AsyncCl
 
 async def test_tool_call_and_history(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted(("tool", "current_time", "{}"), "It is late"))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "time?", "session_id": sid})
     events = await events_until(app, sid, "run_finished")
     call = next(e for e in events if e["type"] == "tool_call")
@@ -61,7 +57,7 @@ async def _approval_flow(
     install_model(
         app, scripted(("tool", "update_directives", '{"mode":"append","text":"Be brief."}'), "Done")
     )
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "remember", "session_id": sid})
     ).json()["run_id"]
@@ -100,7 +96,7 @@ async def test_skip_approvals(app: Any, client: httpx.AsyncClient) -> None:
     install_model(
         app, scripted(("tool", "update_directives", '{"mode":"replace","text":"X"}'), "Done")
     )
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post(
         "/chat/message", json={"message": "go", "session_id": sid, "skip_approvals": True}
     )
@@ -118,7 +114,7 @@ async def test_unknown_tool_result_404(app: Any, client: httpx.AsyncClient) -> N
 
 async def test_cancel_mid_stream_keeps_partial(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
@@ -152,7 +148,7 @@ async def test_queued_message_is_ingested(app: Any, client: httpx.AsyncClient) -
         return "Got both"
 
     install_model(app, scripted(("tool", "current_time", "{}"), second))
-    sid = await _session(client)
+    sid = await new_session(client)
     first = (await client.post("/chat/message", json={"message": "one", "session_id": sid})).json()
     r = await client.post(
         "/chat/message", json={"message": "two", "session_id": sid, "client_id": "c-2"}
@@ -170,7 +166,7 @@ async def test_queued_message_is_ingested(app: Any, client: httpx.AsyncClient) -
 
 async def test_background_run(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted("background result text", delay=0.1))
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "slow job", "session_id": sid})
     ).json()["run_id"]
@@ -188,7 +184,7 @@ async def test_background_run(app: Any, client: httpx.AsyncClient) -> None:
 
 
 async def test_input_errors(app: Any, client: httpx.AsyncClient) -> None:
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post("/chat/message", json={"message": "x", "session_id": sid})
     assert r.status_code == 503 and r.json()["code"] == "not_configured"
     install_model(app, scripted("ok"))
@@ -220,7 +216,7 @@ async def test_images_go_to_vision_model(app: Any, client: httpx.AsyncClient) ->
         return "A pixel"
 
     install_model(app, scripted(look), vision=True)
-    sid = await _session(client)
+    sid = await new_session(client)
     img = {"media_type": "image/png", "data": "iVBORw0KGgo="}
     r = await client.post(
         "/chat/message", json={"message": "see", "session_id": sid, "images": [img]}
@@ -235,7 +231,7 @@ async def test_images_go_to_vision_model(app: Any, client: httpx.AsyncClient) ->
 async def test_research_subagent_depth(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted(("tool", "research", '{"question":"why"}'), "Summary done"))
     install_model(app, scripted(("tool", "current_time", "{}"), "Because."), role="research")
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "research it", "session_id": sid})
     events = await events_until(app, sid, "run_finished")
     outer = next(e for e in events if e["type"] == "tool_call" and e["name"] == "research")
@@ -255,7 +251,7 @@ async def test_provider_error_is_run_error(app: Any, client: httpx.AsyncClient) 
         yield "x"  # pragma: no cover
 
     install_model(app, FunctionModel(stream_function=boom))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "hi", "session_id": sid})
     events = await events_until(app, sid, "run_error")
     err = events[-1]
@@ -268,7 +264,7 @@ async def test_cancel_mid_stream_sends_partial_text_event(
     app: Any, client: httpx.AsyncClient
 ) -> None:
     install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "long", "session_id": sid})
     await until_streaming(app, sid)
     await client.post("/cancel", json={"session_id": sid})
@@ -303,7 +299,7 @@ async def test_cancel_after_complete_text_sends_no_second_text(
     app: Any, client: httpx.AsyncClient
 ) -> None:
     install_model(app, _text_then_approval())
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "note", "session_id": sid})
     await events_until(app, sid, "approval_needed")
     await client.post("/cancel", json={"session_id": sid})
@@ -326,7 +322,7 @@ async def test_failure_mid_stream_sends_partial_text_then_error(
         )
 
     install_model(app, FunctionModel(stream_function=half))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "hi", "session_id": sid})
     events = await events_until(app, sid, "run_error")
     assert [e["type"] for e in events][-2:] == ["text", "run_error"]
@@ -338,7 +334,7 @@ async def test_failure_mid_stream_sends_partial_text_then_error(
 
 async def test_background_cancel_delivers_partial_text(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
@@ -362,7 +358,7 @@ async def test_background_cancel_delivers_partial_text(app: Any, client: httpx.A
 
 async def test_shutdown_saves_partial_text(app: Any, client: httpx.AsyncClient) -> None:
     install_model(app, scripted(" ".join(f"w{i}" for i in range(200)), delay=0.02))
-    sid = await _session(client)
+    sid = await new_session(client)
     run_id = (
         await client.post("/chat/message", json={"message": "long", "session_id": sid})
     ).json()["run_id"]
@@ -394,7 +390,7 @@ async def test_bad_key_names_the_provider(app: Any, client: httpx.AsyncClient) -
         ("openai", "POST /providers/openai/connect"),
     ]:
         install_model(app, dataclasses.replace(model, provider=provider))
-        sid = await _session(client)
+        sid = await new_session(client)
         await client.post("/chat/message", json={"message": "hi", "session_id": sid})
         err = (await events_until(app, sid, "run_error"))[-1]
         assert needle in err["message"] and "{id}" not in err["message"]
@@ -432,7 +428,7 @@ async def test_two_subagents_at_once_are_told_apart(app: Any, client: httpx.Asyn
 
     install_model(app, FunctionModel(stream_function=main))
     install_model(app, FunctionModel(stream_function=research), role="research")
-    sid = await _session(client)
+    sid = await new_session(client)
     hub = app.state.container.events
     sub = hub.subscribe(sid)
     await client.post("/chat/message", json={"message": "two at once", "session_id": sid})

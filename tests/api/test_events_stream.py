@@ -11,6 +11,7 @@ import httpx
 import pytest
 from tests.conftest import API_KEY
 from tests.support.live import serve_in_thread
+from tests.support.sessions import new_session_sync
 from tests.support.sse import collect, iter_events
 
 from famulus.app import create_app
@@ -29,14 +30,10 @@ def live(tmp_path: Path) -> Iterator[tuple[str, object]]:
         yield base, app
 
 
-def _session(http: httpx.Client) -> str:
-    return str(http.post("/sessions", json={"name": "a"}).json()["session_id"])
-
-
 def test_live_events_and_replay(live: tuple[str, object]) -> None:
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         received: list = []
 
         def reader() -> None:
@@ -66,7 +63,7 @@ def test_live_events_and_replay(live: tuple[str, object]) -> None:
 def test_keepalive_comment_and_headers(live: tuple[str, object]) -> None:
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         with http.stream("GET", f"/chat/events/{sid}") as r:
             assert r.headers["content-type"].startswith("text/event-stream")
             lines = []
@@ -88,7 +85,7 @@ def test_clients_that_leave_are_unsubscribed(live: tuple[str, object]) -> None:
     base, app = live
     hub = app.state.container.events  # type: ignore[attr-defined]
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         subscribed = False
         for _ in range(3):
             with http.stream("GET", f"/chat/events/{sid}") as r:
@@ -111,7 +108,7 @@ def test_stream_errors(live: tuple[str, object]) -> None:
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
         assert http.get("/chat/events/unknown").status_code == 404
-        sid = _session(http)
+        sid = new_session_sync(http)
         r = http.get(f"/chat/events/{sid}", headers={"Last-Event-ID": "abc"})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
         assert http.get(f"/chat/events/{sid}?after=-1").status_code == 422
@@ -120,7 +117,7 @@ def test_stream_errors(live: tuple[str, object]) -> None:
 def test_many_events_in_order(live: tuple[str, object]) -> None:
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         for i in range(30):
             http.patch(f"/sessions/{sid}", json={"name": f"n{i}"})
         with http.stream("GET", f"/chat/events/{sid}?after=0") as r:
@@ -135,7 +132,7 @@ def test_many_events_in_order(live: tuple[str, object]) -> None:
 def test_stream_ends_when_its_session_is_deleted(live: tuple[str, object]) -> None:
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         lines: list[str] = []
 
         def listen() -> None:
@@ -157,7 +154,7 @@ def test_without_a_cursor_the_stream_starts_live(live: tuple[str, object]) -> No
     /session/history's job); the next event is the first one received."""
     base, _ = live
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         for i in range(5):
             http.patch(f"/sessions/{sid}", json={"name": f"old{i}"})
         received: list = []
@@ -197,7 +194,7 @@ def test_joining_mid_run_without_a_cursor_gets_the_run_so_far(live: tuple[str, o
     base, app = live
     install_model(app, scripted("one two three four five six seven eight", delay=0.2))
     with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
-        sid = _session(http)
+        sid = new_session_sync(http)
         http.patch(f"/sessions/{sid}", json={"name": "before the run"})
         run_id = http.post(
             "/chat/message", json={"message": "count slowly", "session_id": sid}

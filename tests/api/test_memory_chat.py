@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from tests.support.chat_models import events_until, install_model, scripted
+from tests.support.sessions import new_session
 
 
 def _capturing(seen: list[str], tool: tuple[str, str] | None = None) -> FunctionModel:
@@ -28,10 +29,6 @@ def _capturing(seen: list[str], tool: tuple[str, str] | None = None) -> Function
     return FunctionModel(stream_function=stream)
 
 
-async def _session(client: httpx.AsyncClient) -> str:
-    return str((await client.post("/sessions", json={"name": "t"})).json()["session_id"])
-
-
 async def test_profile_and_recalled_facts_reach_the_model(
     app: Any, client: httpx.AsyncClient
 ) -> None:
@@ -40,7 +37,7 @@ async def test_profile_and_recalled_facts_reach_the_model(
     await client.post("/facts", json={"text": "The boiler was serviced in 2024"})
     seen: list[str] = []
     install_model(app, _capturing(seen))
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post(
         "/chat/message",
         json={"message": "When is my dentist appointment with Okafor?", "session_id": sid},
@@ -65,7 +62,7 @@ async def test_memory_disabled_means_nothing_injected(app: Any, client: httpx.As
     await app.state.container.core.kv.set("config.memory_enabled", False)
     seen: list[str] = []
     install_model(app, _capturing(seen))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "hi", "session_id": sid})
     await events_until(app, sid, "run_finished")
     assert "Robbie" not in seen[0]
@@ -75,7 +72,7 @@ async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -
     fact = (await client.post("/facts", json={"text": "Old locker code 4411"})).json()["fact"]
     seen: list[str] = []
     install_model(app, _capturing(seen, ("forget", f'{{"fact_id": {fact["id"]}}}')))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "forget my locker code", "session_id": sid})
     events = await events_until(app, sid, ("approval_needed", "run_finished", "run_error"))
     approval = next(e for e in events if e["type"] == "approval_needed")
@@ -121,7 +118,7 @@ async def test_session_sources_name_what_the_agent_consulted(
     await client.post("/facts", json={"text": "The spare key is under the blue pot"})
     seen: list[str] = []
     install_model(app, _capturing(seen, ("recall", '{"query": "spare key"}')))
-    sid = await _session(client)
+    sid = await new_session(client)
     assert (await client.get("/session", params={"session_id": sid})).json()["sources"] == []
     await client.post("/chat/message", json={"message": "Where is the key?", "session_id": sid})
     first = await events_until(app, sid, "run_finished")
@@ -141,7 +138,7 @@ async def test_session_sources_name_what_the_agent_consulted(
 async def test_sources_count_only_tools_that_succeeded(app: Any, client: httpx.AsyncClient) -> None:
     """A denied tool and a recall that found nothing draw on no source."""
     fact = (await client.post("/facts", json={"text": "Parking permit expires in May"})).json()
-    sid = await _session(client)
+    sid = await new_session(client)
     install_model(app, _capturing([], ("forget", f'{{"fact_id": {fact["fact"]["id"]}}}')))
     await client.post("/chat/message", json={"message": "Forget it", "session_id": sid})
     events = await events_until(app, sid, "approval_needed")
@@ -171,7 +168,7 @@ async def test_sources_include_what_the_research_subagent_used(
         "At pier 7.",
     )
     install_model(app, model)
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "Where is the boat?", "session_id": sid})
     events = await events_until(app, sid, "run_finished")
     deep = [e for e in events if e["type"] == "tool_call" and e["depth"] == 1]
@@ -188,7 +185,7 @@ async def test_bad_remember_input_is_a_tool_result_not_a_crash(
     import json
 
     install_model(app, _capturing([], ("remember", json.dumps({"text": text}))))
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post("/chat/message", json={"message": "note it", "session_id": sid})
     events = await events_until(app, sid, ("run_finished", "run_error"))
     assert events[-1]["type"] == "run_finished"

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from tests.conftest import API_KEY
 from tests.support.live import serve_in_thread
+from tests.support.sessions import new_session
 from tests.support.triggers import never_soon
 
 from famulus.app import create_app
@@ -36,8 +37,7 @@ async def _fact(http: httpx.AsyncClient) -> str:
 
 
 async def _session(http: httpx.AsyncClient) -> str:
-    r = await http.post("/sessions", json={"name": "racing"})
-    return f"/sessions/{r.json()['session_id']}"
+    return f"/sessions/{await new_session(http)}"
 
 
 async def _automation(http: httpx.AsyncClient) -> str:

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.fake_codehost import fake_codehost
+from tests.support.sessions import new_session
 
 from famulus.settings import Settings
 from famulus.skills import tools as skill_tools
@@ -60,16 +61,11 @@ def settings(home: Path, tmp_path: Path, host: str) -> Settings:
     )
 
 
-async def _session(client: httpx.AsyncClient) -> str:
-    r = await client.post("/sessions", json={"name": "t"})
-    return str(r.json()["session_id"])
-
-
 async def _chat(
     app: Any, client: httpx.AsyncClient, message: str, *, approve: bool | None
 ) -> tuple[str, list[dict[str, Any]]]:
     """Send ``message``; answer the one approval (None: skip approvals); all events."""
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post(
         "/chat/message",
         json={"message": message, "session_id": sid, "skip_approvals": approve is None},

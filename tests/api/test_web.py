@@ -16,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.fake_web import EXA_KEY, WebState, web_server
+from tests.support.sessions import new_session
 
 from famulus.settings import Settings
 
@@ -55,12 +56,8 @@ async def _web_status(client: httpx.AsyncClient, mode: str | None = None) -> dic
     return web
 
 
-async def _session(client: httpx.AsyncClient) -> str:
-    return str((await client.post("/sessions", json={"name": "web"})).json()["session_id"])
-
-
 async def _run(app: Any, client: httpx.AsyncClient, message: str) -> list[dict[str, Any]]:
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post("/chat/message", json={"message": message, "session_id": sid})
     assert r.status_code == 202, r.text
     return await events_until(app, sid, ("run_finished", "run_error"))

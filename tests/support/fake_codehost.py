@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
+
+from tests.support.local_http import LocalHTTPServer
 
 # repo "owner/name" → {path: bytes (a file) | ("symlink", target) | ("submodule", "")}
 Repos = dict[str, dict[str, Any]]
@@ -102,11 +103,5 @@ def fake_codehost(
                 entry["path"] = (lie_about_paths or {}).get(entry["path"], entry["path"])
             return self._send(200, listing)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LocalHTTPServer(Handler) as server:
+        yield server.url

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.local_http import LocalHTTPServer
 
 # handler(method, path, json_body) → (status, json_response) or
 # (status, json_response, extra_headers)
@@ -46,15 +47,9 @@ def recording_server(route: Route) -> Iterator[Recorder]:
 
         do_GET = do_POST = _handle  # noqa: N815
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    rec.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with LocalHTTPServer(Handler) as server:
+        rec.url = server.url
         yield rec
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def telegram_route(token: str) -> Route:

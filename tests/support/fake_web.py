@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote
+
+from tests.support.local_http import LocalHTTPServer
 
 EXA_KEY = "exa-good-key-123456"
 
@@ -143,12 +144,6 @@ def web_server(state: WebState | None = None) -> Iterator[WebState]:
                 return self._send(404, b"<html>no</html>", "text/html")
             self._json(404, {"error": "not found"})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    st.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with LocalHTTPServer(Handler) as server:
+        st.url = server.url
         yield st
-    finally:
-        server.shutdown()
-        server.server_close()

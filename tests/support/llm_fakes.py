@@ -12,14 +12,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.support.local_http import LocalHTTPServer
 
 
 @dataclass
@@ -395,15 +396,8 @@ def fake_server() -> Iterator[tuple[str, FakeState]]:
     """Start the fake on 127.0.0.1:<free port>; yields (base URL, state)."""
     state = FakeState()
     handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LocalHTTPServer(handler) as server:
+        yield server.url, state
 
 
 def settings_overrides(base: str) -> dict[str, Any]:

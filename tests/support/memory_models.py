@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.support.chat_models import install_model, resolved
+from tests.support.local_http import LocalHTTPServer
 
 
 class Structured:
@@ -95,12 +95,6 @@ def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str,
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with LocalHTTPServer(Handler) as server:
+        state["url"] = f"{server.url}/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

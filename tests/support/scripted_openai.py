@@ -17,8 +17,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.local_http import LocalHTTPServer
 
 
 @dataclass
@@ -58,25 +60,22 @@ class ScriptedServer:
         self.api_keys: set[str] | None = None  # None: any key
         self.last_token_at = 0.0  # monotonic time the last chunk of a response was sent
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._server = LocalHTTPServer(self._handler_class())
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ScriptedServer:
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.stop()
 
     def __enter__(self) -> ScriptedServer:
         return self.start()
