@@ -1,7 +1,10 @@
 """Runtime settings, all read from ``FAMULUS_*`` environment variables.
 
 Every external service is reached through a base URL that is a setting, so the
-tests can point each one at a small local server speaking its protocol.
+tests can point each one at a small local server speaking its protocol. The one
+exception is the keyless web search: the ``ddgs`` library holds its engines' URLs,
+so tests reach their fakes through its proxy option (integrations/web.py). The
+old ``FAMULUS_DDG_BASE_URL`` is no longer read (unknown variables are ignored).
 """
 
 from __future__ import annotations
@@ -95,9 +98,6 @@ class Settings(BaseSettings):
     caldav_url: str | None = None
     # How often the calendar is polled for event-triggered automations.
     calendar_poll_s: float = 60.0
-
-    # Web search: the keyless backend (DuckDuckGo's HTML endpoint).
-    ddg_base_url: str = "https://html.duckduckgo.com"
 
     # Skill scripts run in a bubblewrap sandbox (skills/sandbox.py); without a
     # usable bwrap they are refused unless unsandboxed runs are allowed.
