@@ -5,8 +5,8 @@ Two search backends sit behind one interface (``SearchBackend``):
 - **Exa** (keyed): ``POST {exa_base_url}/search`` with ``x-api-key``; used when
   the ``web-search`` service is connected.
 - **ddgs** (keyless, mode ``ddgs``): the ``ddgs`` metasearch library asks
-  DuckDuckGo, and Mojeek, Brave or Yahoo when it refuses (a bot check) or finds
-  too little; it scrapes their result pages itself.
+  DuckDuckGo and Mojeek, then Brave and Yahoo while results are short (so a
+  DuckDuckGo bot check is covered); it scrapes their result pages itself.
 
 The mode (kv ``config.web_search``: ``auto``/``exa``/``ddgs``/``none``) picks the
 backend: ``auto`` is Exa when its key is there, else ddgs. Every upstream
@@ -161,11 +161,12 @@ def _exa_hit(item: Any) -> SearchHit | None:
 
 # -- keyless search (ddgs) ------------------------------------------------------------
 
-# The engines ddgs may ask, in order: DuckDuckGo first; the others answer when it
-# refuses (a bot check) or falls short. ddgs asks two providers at a time and merges
-# what they find.
-DDGS_BACKENDS = ("duckduckgo", "mojeek", "brave", "yahoo")
-DDGS_LABEL = "ddgs: DuckDuckGo, Mojeek, Brave, Yahoo"
+# The engines ddgs may ask (its names: ours). It asks them two at a time in this
+# order (DuckDuckGo with Mojeek first), merges what they find and stops once it has
+# enough, so a DuckDuckGo bot check is covered by the others.
+DDGS_ENGINES = {"duckduckgo": "DuckDuckGo", "mojeek": "Mojeek", "brave": "Brave", "yahoo": "Yahoo"}
+DDGS_NAMES = ", ".join(DDGS_ENGINES.values())
+DDGS_LABEL = f"ddgs: {DDGS_NAMES}"
 DDGS_TIMEOUT_S = 10
 
 
@@ -238,7 +239,7 @@ class DuckDuckGoSearch:
 
         client = DDGS(proxy=self.proxy, timeout=self.timeout, verify=self.ca_file or True)
         try:
-            rows = client.text(query, max_results=num_results, backend=",".join(DDGS_BACKENDS))
+            rows = client.text(query, max_results=num_results, backend=",".join(DDGS_ENGINES))
         except TimeoutException:
             raise WebError(f"the search engines did not answer within {self.timeout} s.") from None
         except DDGSException as exc:
@@ -253,9 +254,8 @@ def _ddgs_failure(exc: Exception) -> WebError:
     detail = str(exc).strip()
     if not detail or detail == "No results found.":
         return WebError(
-            "no search engine returned results (DuckDuckGo, Mojeek, Brave, Yahoo): "
-            "nothing matched, or they refused an automated search; try again later "
-            "or rephrase."
+            f"no search engine returned results ({DDGS_NAMES}): nothing matched, or "
+            "they refused an automated search; try again later or rephrase."
         )
     kind = detail.split(":", 1)[0].strip()[:60]  # e.g. "ConnectError"; the rest is a long URL
     return WebError(f"no search engine could be reached (the last error: {kind}); try again later.")
