@@ -1,7 +1,11 @@
 """Runtime settings, all read from ``FAMULUS_*`` environment variables.
 
 Every external service is reached through a base URL that is a setting, so the
-tests can point each one at a small local server speaking its protocol.
+tests can point each one at a small local server speaking its protocol. The one
+exception is the keyless web search: the ``ddgs`` library holds its engines' URLs,
+so it is reached through a proxy setting instead (``web_search_proxy``), which
+the tests point at a fake. The old ``FAMULUS_DDG_BASE_URL`` is no longer read
+(unknown variables are ignored).
 """
 
 from __future__ import annotations
@@ -60,6 +64,13 @@ class Settings(BaseSettings):
     # registered for http://localhost:1455/auth/callback. 0 picks a free port.
     codex_callback_port: int = 1455
     exa_base_url: str = "https://api.exa.ai"
+    # The keyless web search (ddgs): an HTTP(S)/SOCKS proxy for its requests, and
+    # a CA bundle to trust in place of the system's (e.g. a proxy's own CA).
+    web_search_proxy: str | None = None
+    web_search_ca_file: Path | None = None
+    # fetch_page refuses loopback, private and link-local addresses unless this
+    # is on (for an owner who wants the agent to read pages on their own LAN).
+    fetch_allow_private: bool = False
     telegram_base_url: str = "https://api.telegram.org"
     skills_host_url: str = "https://api.github.com"
 
@@ -95,9 +106,6 @@ class Settings(BaseSettings):
     caldav_url: str | None = None
     # How often the calendar is polled for event-triggered automations.
     calendar_poll_s: float = 60.0
-
-    # Web search: the keyless backend (DuckDuckGo's HTML endpoint).
-    ddg_base_url: str = "https://html.duckduckgo.com"
 
     # Skill scripts run in a bubblewrap sandbox (skills/sandbox.py); without a
     # usable bwrap they are refused unless unsandboxed runs are allowed.

@@ -245,6 +245,25 @@ async def test_named_folders(mail_app: Any, dovecot: tuple[Dovecot, dict[str, st
     assert await client.search("since:2026-03-05") and not await client.search("since:2030-01-01")
 
 
+async def test_folder_names_travel_in_modified_utf7(
+    mail_app: Any, dovecot: tuple[Dovecot, dict[str, str]]
+) -> None:
+    """ "&" and non-ASCII survive the trip to the server, and a line break in a
+    name cannot end the command early (it is encoded, so no such folder)."""
+    server, _ = dovecot
+    imap = server.connect()
+    try:
+        assert imap.create('"R&-D &ZeVnLIqe-"')[0] == "OK"  # "R&D 日本語"
+        _append(imap, '"R&-D &ZeVnLIqe-"', _simple("Research notes", "Week 3"))
+    finally:
+        imap.logout()
+    client = MailClient(mail_app.state.container.settings)
+    assert [m.subject for m in await client.search("", folder="R&D 日本語")] == ["Research notes"]
+    with pytest.raises(NotFound, match="no mail folder"):
+        await client.search("", folder="INBOX\r\nA1 DELETE INBOX")
+    assert await client.search("subject:Lunch")  # INBOX is still there
+
+
 async def test_imap_failures_are_clear(
     tmp_path: Path, dovecot: tuple[Dovecot, dict[str, str]]
 ) -> None:

@@ -1,6 +1,7 @@
 """Web search through the API: GET /config status per mode and the agent's web tools.
 
-Exa and DuckDuckGo are a loopback fake (tests/support/fake_web.py).
+Exa and the keyless engines (DuckDuckGo, Mojeek; reached by ddgs through a
+proxy) are a loopback fake (tests/support/fake_web.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ def settings(
         api_key=API_KEY,  # type: ignore[arg-type]
         project_dir=tmp_path / "project",
         exa_base_url=f"{web.url}/exa",
-        ddg_base_url=f"{web.url}/ddg",
+        # ddgs reaches the engines' real addresses; here only through the fake's proxy.
+        web_search_proxy=web.url,
+        web_search_ca_file=web.ca_file,
     )
 
 
@@ -134,13 +137,29 @@ async def test_chat_web_search_via_duckduckgo(
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["error"] is False and result["tool_id"] == call["tool_id"]
     text = result["result"]
-    assert "via DuckDuckGo" in text
+    assert "(via ddgs: DuckDuckGo, Mojeek, Brave, Yahoo):" in text
     assert "1. About Python\n   https://python.org/about/?a=1&b=2\n" in text
     assert "Python is a programming language & more." in text
-    assert "2. Direct link\n   https://docs.example.org/direct" in text
+    # the redirect link is unwrapped to its target, query string and all
+    assert "2. Direct link\n   https://docs.example.org/direct?x=1&y=2\n" in text
+    # DuckDuckGo's two hits fall short of five: Mojeek's (asked alongside) follows
+    assert "3. Mojeek find\n   https://mojeek.example/found" in text
     assert "Buy things" not in text and "y.js" not in text  # the ad is skipped
-    ddg = [r for r in web.requests if r["path"] == "/ddg/html/"]
-    assert [r["form"] for r in ddg] == [{"q": "python language"}]
+    ddg = [r for r in web.requests if r.get("host") == "html.duckduckgo.com"]
+    assert [r["form"]["q"] for r in ddg] == ["python language"]
+
+
+async def test_duckduckgo_bot_check_falls_back_to_another_engine(
+    app: Any, client: httpx.AsyncClient, web: WebState
+) -> None:
+    web.ddg_status = 202  # DuckDuckGo's answer to traffic it takes for a bot
+    install_model(app, scripted(("tool", "web_search", '{"query":"python"}'), "Found."))
+    events = await _run(app, client, "search python")
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["error"] is False
+    assert "1. Mojeek find\n   https://mojeek.example/found" in result["result"]
+    assert "About Python" not in result["result"]
+    assert any(r.get("host") == "html.duckduckgo.com" for r in web.requests)
 
 
 async def test_chat_web_search_via_exa(
@@ -159,7 +178,7 @@ async def test_chat_web_search_via_exa(
     assert search["headers"]["x-api-key"] == EXA_KEY
     assert search["json"]["query"] == "news" and search["json"]["numResults"] == 2
     assert search["json"]["contents"]["text"]["maxCharacters"] > 0
-    assert not any(r["path"] == "/ddg/html/" for r in web.requests)
+    assert not any(r["method"] == "CONNECT" for r in web.requests)  # no keyless search
 
 
 @pytest.mark.parametrize("mode", ["auto", "ddgs"])
@@ -172,7 +191,7 @@ async def test_upstream_500_is_a_readable_tool_result(
     events = await _run(app, client, "search")
     assert events[-1]["type"] == "run_finished"
     result = next(e for e in events if e["type"] == "tool_result")
-    assert result["result"].startswith("Web search failed: DuckDuckGo answered HTTP 500")
+    assert result["result"].startswith("Web search failed: no search engine")
     assert result["error"] is True  # a soft failure is still a failure to the client
 
 
@@ -190,7 +209,7 @@ async def test_exa_500_is_a_readable_tool_result(
 
 
 async def test_chat_fetch_page(app: Any, client: httpx.AsyncClient, web: WebState) -> None:
-    app.state.container.web.allow_private = True  # the fake page is on loopback
+    app.state.container.settings.fetch_allow_private = True  # the fake page is on loopback
     args = f'{{"url":"{web.url}/pages/moved"}}'
     install_model(app, scripted(("tool", "fetch_page", args), "Read it."))
     events = await _run(app, client, "read")

@@ -1,11 +1,11 @@
-"""Unit tests of the web backends: DuckDuckGo parsing, mode choice, page text, failures."""
+"""Unit tests of the web backends: ddgs hits, mode choice, page text, failures."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from tests.support.fake_web import ARTICLE, EXA_KEY, WebState, ddg_page, web_server
+from tests.support.fake_web import ARTICLE, DDG_HOST, EXA_KEY, MOJEEK_HOST, WebState, web_server
 
 from famulus.integrations import web
 from famulus.integrations.web import (
@@ -13,10 +13,10 @@ from famulus.integrations.web import (
     ExaSearch,
     SearchHit,
     WebError,
+    ddgs_hits,
     fetch_page,
     format_hits,
     html_to_text,
-    parse_ddg_html,
     provider_for,
     unwrap_ddg_url,
 )
@@ -31,36 +31,41 @@ def fake() -> Iterator[WebState]:
 @pytest.mark.parametrize(
     ("href", "target"),
     [
+        # as ddgs hands them on: percent-decoded, the target's own & unescaped
         (
-            "//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.com%2Fa%3Fb%3D1%26c%3D2&rut=ff",
+            "//duckduckgo.com/l/?uddg=https://example.com/a?b=1&c=2&rut=ff",
             "https://example.com/a?b=1&c=2",
         ),
-        ("https://duckduckgo.com/l/?uddg=http%3A%2F%2Fx.org%2F", "http://x.org/"),
-        ("/l/?kh=-1&uddg=https%3A%2F%2Fy.net%2Fp%20q", "https://y.net/p q"),
-        ("https://plain.example/page", "https://plain.example/page"),
+        ("https://duckduckgo.com/l/?uddg=http://x.org/", "http://x.org/"),
+        ("/l/?kh=-1&uddg=https://y.net/p+q&rut=0a", "https://y.net/p+q"),
+        (
+            "https://plain.example/page?uddg=keep&rut=1",
+            "https://plain.example/page?uddg=keep&rut=1",
+        ),
         ("//duckduckgo.com/l/?rut=only", "https://duckduckgo.com/l/?rut=only"),
+        (
+            "https://evilduckduckgo.com/l/?uddg=https://x.org/",
+            "https://evilduckduckgo.com/l/?uddg=https://x.org/",
+        ),
     ],
 )
 def test_unwrap_ddg_redirects(href: str, target: str) -> None:
     assert unwrap_ddg_url(href) == target
 
 
-def test_parse_ddg_results() -> None:
-    hits = parse_ddg_html(ddg_page("q"))
-    assert hits == [
-        SearchHit(
-            "About Python",
-            "https://python.org/about/?a=1&b=2",
-            "Python is a programming language & more.",
-        ),
-        SearchHit("Direct link", "https://docs.example.org/direct", "Snippet two for q"),
+def test_ddgs_rows_become_hits() -> None:
+    rows = [
+        {"title": "  About   Python ", "href": "https://python.org/", "body": "x" * 500},
+        {"title": "", "href": "//duckduckgo.com/l/?uddg=https://t.example/&rut=1", "body": ""},
+        {"title": "Ad", "href": "https://duckduckgo.com/y.js?ad_domain=a", "body": "buy"},
+        {"title": "Mail", "href": "mailto:someone@example.com", "body": ""},
     ]
-
-
-def test_parse_ddg_empty_page() -> None:
-    assert (
-        parse_ddg_html("<html><body><div class='no-results'>No results.</div></body></html>") == []
-    )
+    hits = ddgs_hits(rows)
+    assert [(h.title, h.url) for h in hits] == [
+        ("About Python", "https://python.org/"),
+        ("https://t.example/", "https://t.example/"),  # no title: the link stands in
+    ]
+    assert len(hits[0].snippet) == web.SNIPPET_CHARS and hits[0].snippet.endswith("…")
 
 
 @pytest.mark.parametrize(
@@ -97,20 +102,47 @@ def test_format_hits() -> None:
         "Web results for 'q' (via Exa):\n1. T\n   https://t.example\n   2024-01-02: snip\n"
         "2. U\n   https://u"
     )
-    assert format_hits("q", "ddgs", []) == "No web results for 'q' (via DuckDuckGo)."
+    assert format_hits("q", "ddgs", []) == (
+        "No web results for 'q' (via ddgs: DuckDuckGo, Mojeek, Brave, Yahoo)."
+    )
 
 
-async def test_duckduckgo_backend(fake: WebState) -> None:
-    hits = await DuckDuckGoSearch(f"{fake.url}/ddg").search("hello world", 1)
-    assert [h.url for h in hits] == ["https://python.org/about/?a=1&b=2"]
-    assert fake.requests[-1]["form"] == {"q": "hello world"}
-    assert "Mozilla" in fake.requests[-1]["headers"]["User-Agent"]
+def _keyless(fake: WebState) -> DuckDuckGoSearch:
+    return DuckDuckGoSearch(proxy=fake.url, ca_file=fake.ca_file)
 
 
-async def test_duckduckgo_500_is_a_web_error(fake: WebState) -> None:
-    fake.fail_status = 500
-    with pytest.raises(WebError, match="DuckDuckGo answered HTTP 500"):
-        await DuckDuckGoSearch(f"{fake.url}/ddg").search("x", 5)
+async def test_keyless_backend_asks_duckduckgo_first(fake: WebState) -> None:
+    hits = await _keyless(fake).search("python", 2)
+    assert [h.url for h in hits] == [
+        "https://python.org/about/?a=1&b=2",
+        "https://docs.example.org/direct?x=1&y=2",
+    ]
+    ddg = next(r for r in fake.requests if r.get("host") == DDG_HOST)
+    assert ddg["form"]["q"] == "python" and ddg["path"] == "/html/"
+    assert "Mozilla" in ddg["headers"]["user-agent"]  # ddgs poses as a browser
+
+
+async def test_keyless_backend_falls_back_on_a_bot_check(fake: WebState) -> None:
+    fake.ddg_status = 202
+    hits = await _keyless(fake).search("python", 5)
+    assert [h.title for h in hits] == ["Mojeek find"]
+    assert any(r.get("host") == MOJEEK_HOST and r["query"] == "python" for r in fake.requests)
+
+
+async def test_keyless_backend_failures_are_web_errors(fake: WebState) -> None:
+    fake.fail_status = 500  # DuckDuckGo and Mojeek; the proxy refuses the others
+    with pytest.raises(WebError, match=r"no search engine could be reached \(the last error: \w+"):
+        await _keyless(fake).search("x", 5)
+    refused = {r["path"] for r in fake.requests if r["method"] == "CONNECT"}
+    assert refused >= {"search.brave.com:443", "search.yahoo.com:443"}
+
+
+def test_keyless_backend_with_no_results_says_so() -> None:
+    """ddgs's end when every engine answered but none with a hit (an empty page and
+    a bot check look the same to it)."""
+    message = str(web._ddgs_failure(Exception("No results found.")))
+    assert message.startswith("no search engine returned results")
+    assert "refused an automated search" in message
 
 
 async def test_exa_bad_key_and_unreachable(fake: WebState) -> None:

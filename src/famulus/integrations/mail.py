@@ -1,28 +1,31 @@
-"""Reading the account's mailbox over IMAP (stdlib ``imaplib`` in a worker thread).
+"""Reading the account's mailbox over IMAP (``imap-tools`` in a worker thread).
 
-Every call opens its own connection, selects the folder read-only (``EXAMINE``)
-and fetches with ``BODY.PEEK``, so nothing the agent reads is marked seen.
-Failures become ``UpstreamError`` with a reason a person (or the model) can act on.
+imap-tools logs in, builds the SEARCH criteria, encodes folder names (modified
+UTF-7) and parses messages (MIME parts, RFC 2047 headers, charsets); this module
+maps the agent's query syntax onto it and keeps every read read-only: each call
+opens its own connection, selects the folder read-only (``EXAMINE``) and fetches
+with ``BODY.PEEK``, so nothing the agent reads is marked seen. Failures become
+``UpstreamError`` with a reason a person (or the model) can act on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import email
-import email.policy
 import imaplib
 import re
 import shlex
 import ssl
 from dataclasses import dataclass, field
 from datetime import date
-from email.message import EmailMessage, Message
-from email.utils import parsedate_to_datetime
-from html.parser import HTMLParser
 from typing import Any
 
+from imap_tools import AND, BaseMailBox, MailBox, MailBoxUnencrypted
+from imap_tools import MailMessage as ImapMessage
+from imap_tools.consts import DEFAULT_EMAIL_DATE
+from imap_tools.errors import MailboxFolderSelectError, UnexpectedCommandStatusError
+
 from famulus.errors import InvalidRequest, NotConfigured, NotFound, UpstreamError
+from famulus.integrations.web import html_to_text as _page_text
 from famulus.settings import Settings
 
 TIMEOUT_S = 15.0
@@ -36,8 +39,9 @@ BODY_CHARS = 20_000
 SNIPPET_FETCH_BYTES = 16_384
 READ_FETCH_BYTES = 2_000_000
 
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_KEYS = {"from": "FROM", "to": "TO", "cc": "CC", "subject": "SUBJECT", "body": "BODY"}
+# query prefix -> imap-tools AND() keyword
+_FIELDS = {"from": "from_", "to": "to", "cc": "cc", "subject": "subject", "body": "body"}
+_SEEN = {"unread": False, "unseen": False, "read": True, "seen": True}
 
 
 @dataclass
@@ -131,99 +135,89 @@ class MailClient:
 
     # -- in the worker thread ------------------------------------------------
 
-    def _connect(self, folder: str) -> imaplib.IMAP4:
+    def _connect(self, folder: str) -> BaseMailBox:
+        box: BaseMailBox
         try:
             if self.use_ssl:
-                imap: imaplib.IMAP4 = imaplib.IMAP4_SSL(
+                box = MailBox(
                     self.host,
                     self.port,
-                    ssl_context=ssl.create_default_context(),
                     timeout=TIMEOUT_S,
+                    ssl_context=ssl.create_default_context(),
                 )
             else:
-                imap = imaplib.IMAP4(self.host, self.port, timeout=TIMEOUT_S)
+                box = MailBoxUnencrypted(self.host, self.port, timeout=TIMEOUT_S)
         except (OSError, imaplib.IMAP4.error) as exc:
             raise UpstreamError(
                 f"Could not connect to the mail server {self.host}:{self.port}: {_reason(exc)}."
             ) from exc
         try:
             try:
-                imap.login(self.username, self.password)
-            except imaplib.IMAP4.error as exc:
+                box.login(self.username, self.password, initial_folder=None)
+            except (UnexpectedCommandStatusError, imaplib.IMAP4.error) as exc:
                 raise UpstreamError(
                     f"The mail server refused the login for {self.username}: {_reason(exc)}."
                 ) from exc
-            status, data = imap.select(quote_mailbox(folder), readonly=True)
-            if status != "OK":
-                raise NotFound(f"There is no mail folder {folder!r} ({_text(data)}).")
+            name = folder.strip() or "INBOX"  # imap-tools encodes it (modified UTF-7, quoted)
+            try:
+                box.folder.set(name, readonly=True)  # EXAMINE
+            except MailboxFolderSelectError as exc:
+                raise NotFound(f"There is no mail folder {folder!r} ({_reason(exc)}).") from exc
         except BaseException:
-            _close(imap)
+            _close(box)
             raise
-        return imap
+        return box
 
     def _search(
-        self, criteria: list[str], literal: bytes | None, limit: int, folder: str
+        self, criteria: str, literal: bytes | None, limit: int, folder: str
     ) -> list[MailSummary]:
-        imap = self._connect(folder)
+        box = self._connect(folder)
         try:
             if literal is not None:
-                imap.literal = literal  # type: ignore[attr-defined,assignment]
-                status, data = imap.uid("SEARCH", "CHARSET", "UTF-8", *criteria)
-            else:
-                status, data = imap.uid("SEARCH", *criteria)
-            if status != "OK":
-                raise UpstreamError(f"The mail server refused the search: {_text(data)}.")
-            uids = _text(data).split()
+                box.client.literal = literal  # type: ignore[attr-defined,assignment]  # sent last
+                uids = box.uids(criteria, "UTF-8")
+            else:  # no CHARSET at all: some servers refuse an explicit US-ASCII
+                uids = box.uids(criteria, None)
             uids = sorted(uids, key=int)[-limit:][::-1]
             if not uids:
                 return []
-            status, data = imap.uid(
-                "FETCH",
-                ",".join(uids),
-                f"(FLAGS BODY.PEEK[]<0.{SNIPPET_FETCH_BYTES}>)",
-            )
-            if status != "OK":
-                raise UpstreamError(f"The mail server refused the fetch: {_text(data)}.")
             found: dict[str, MailSummary] = {}
-            for meta, raw in _fetched(data):
-                uid = _fetch_item(meta, "UID")
-                if uid is None:
+            for msg in _fetch(box, uids, SNIPPET_FETCH_BYTES):
+                if msg.uid is None:
                     continue
-                msg = _parse(raw)
                 text, _ = body_text(msg)
-                found[uid] = MailSummary(
-                    uid=uid,
-                    from_=_header(msg, "From"),
-                    to=_header(msg, "To"),
-                    subject=_header(msg, "Subject"),
+                found[msg.uid] = MailSummary(
+                    uid=msg.uid,
+                    from_=_addresses(msg.from_values),
+                    to=_addresses(*msg.to_values),
+                    subject=_squash(msg.subject),
                     date=_date(msg),
                     snippet=_snippet(text),
-                    unread=b"\\Seen" not in meta,
+                    unread="\\Seen" not in msg.flags,
                 )
             return [found[u] for u in uids if u in found]
+        except UnexpectedCommandStatusError as exc:
+            raise UpstreamError(f"The mail server refused the search: {_reason(exc)}.") from exc
         except (OSError, imaplib.IMAP4.error) as exc:
             raise UpstreamError(f"The mail server failed: {_reason(exc)}.") from exc
         finally:
-            _close(imap)
+            _close(box)
 
     def _read(self, uid: str, folder: str) -> MailMessage:
-        imap = self._connect(folder)
+        box = self._connect(folder)
         try:
-            status, data = imap.uid("FETCH", uid, f"(BODY.PEEK[]<0.{READ_FETCH_BYTES}>)")
-            if status != "OK":
-                raise UpstreamError(f"The mail server refused the fetch: {_text(data)}.")
-            parts = list(_fetched(data))
-            if not parts:
+            messages = _fetch(box, [uid], READ_FETCH_BYTES)
+            if not messages:
                 raise NotFound(f"There is no message with uid {uid} in {folder}.")
-            msg = _parse(parts[0][1])
+            msg = messages[0]
             text, attachments = body_text(msg)
             return MailMessage(
                 uid=uid,
                 folder=folder,
-                from_=_header(msg, "From"),
-                to=_header(msg, "To"),
-                cc=_header(msg, "Cc"),
-                subject=_header(msg, "Subject"),
+                from_=_addresses(msg.from_values),
+                to=_addresses(*msg.to_values),
+                cc=_addresses(*msg.cc_values),
+                subject=_squash(msg.subject),
                 date=_date(msg),
                 body=text[:BODY_CHARS],
                 truncated=len(text) > BODY_CHARS,
@@ -232,182 +226,111 @@ class MailClient:
         except (OSError, imaplib.IMAP4.error) as exc:
             raise UpstreamError(f"The mail server failed: {_reason(exc)}.") from exc
         finally:
-            _close(imap)
+            _close(box)
+
+
+def _fetch(box: BaseMailBox, uids: list[str], max_bytes: int) -> list[ImapMessage]:
+    """The messages' first ``max_bytes`` (``BODY.PEEK``: nothing is marked seen),
+    parsed by imap-tools. Its own ``fetch`` reads whole messages, attachments and
+    all; a list needs only each one's start, so the partial FETCH is sent here."""
+    status, data = box.client.uid(
+        "FETCH", ",".join(uids), f"(UID FLAGS BODY.PEEK[]<0.{max_bytes}>)"
+    )
+    if status != "OK":
+        raise UpstreamError(f"The mail server refused the fetch: {_text(data)}.")
+    # One message is a (metadata, literal) pair, sometimes followed by the rest of
+    # its metadata (FLAGS after the body) as bytes: imap-tools reads both.
+    groups: list[list[Any]] = []
+    for item in data:
+        if isinstance(item, tuple):
+            groups.append([item])
+        elif isinstance(item, bytes) and groups:
+            groups[-1].append(item)
+    return [ImapMessage(group) for group in groups]
 
 
 # -- search queries ------------------------------------------------------------
 
 
-def parse_query(query: str) -> tuple[list[str], bytes | None]:
-    """Turn a query into IMAP SEARCH criteria.
+def parse_query(query: str) -> tuple[str, bytes | None]:
+    """The agent's query as IMAP SEARCH criteria (built with imap-tools' ``AND``)
+    and, when one term is not ASCII, that term as a UTF-8 literal.
 
     Plain words match anywhere in the message (``TEXT``); ``from:``, ``to:``,
     ``cc:``, ``subject:``, ``body:`` narrow to a field; ``since:`` and
     ``before:`` take a date (YYYY-MM-DD); ``is:unread`` / ``is:read`` filter by
-    the seen flag. Double quotes group words into one phrase. imaplib sends at
-    most one literal per command, so at most one term may contain non-ASCII
-    text; it goes last, as a UTF-8 literal.
+    the seen flag. Double quotes group words into one phrase. A non-ASCII term
+    goes last, as a literal: Gmail refuses 8-bit text inside a quoted string (what
+    imap-tools would send), and imaplib sends at most one literal per command, so
+    at most one term may contain non-ASCII text.
     """
     try:
         words = shlex.split(query)
     except ValueError:
         words = query.replace('"', " ").split()
-    criteria: list[str] = []
-    literal: bytes | None = None
-    literal_key = "TEXT"
+    params: dict[str, Any] = {}
+    literal: tuple[str, bytes] | None = None
     for word in words:
         key, sep, value = word.partition(":")
         key = key.lower()
         if sep and key in ("since", "before"):
-            criteria += [key.upper(), _imap_date(value)]
+            params.setdefault("date_gte" if key == "since" else "date_lt", []).append(_day(value))
             continue
-        if sep and key == "is" and value.lower() in ("unread", "unseen", "read", "seen"):
-            criteria.append("UNSEEN" if value.lower() in ("unread", "unseen") else "SEEN")
+        if sep and key == "is" and value.lower() in _SEEN:
+            params["seen"] = _SEEN[value.lower()]
             continue
-        if sep and key in _KEYS and value:
-            name, term = _KEYS[key], value
-        else:
-            name, term = "TEXT", word
+        name, term = (_FIELDS[key], value) if sep and key in _FIELDS and value else ("text", word)
+        # imap-tools quotes a term but keeps line breaks, which would end the command
         term = term.replace("\r", " ").replace("\n", " ")
         if term.isascii():
-            criteria += [name, _quote(term)]
+            params.setdefault(name, []).append(term)
         elif literal is None:
-            literal = term.encode("utf-8")
-            literal_key = name
+            literal = (name.rstrip("_").upper(), term.encode("utf-8"))  # from_ -> FROM
         else:
             raise InvalidRequest("Only one search term may contain non-ASCII characters.")
+    criteria = [str(AND(**params))] if params else []
     if literal is not None:
-        criteria.append(literal_key)  # the literal itself follows this key
-    return criteria or ["ALL"], literal
+        criteria.append(literal[0])  # the literal itself follows this key
+    return " ".join(criteria) or "ALL", literal[1] if literal else None
 
 
-def _imap_date(value: str) -> str:
+def _day(value: str) -> date:
     try:
-        d = date.fromisoformat(value)
+        return date.fromisoformat(value)
     except ValueError as exc:
         raise InvalidRequest(f"{value!r} is not a date; write it as YYYY-MM-DD.") from exc
-    return f"{d.day}-{_MONTHS[d.month - 1]}-{d.year}"
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def quote_mailbox(name: str) -> str:
-    """A folder name as an IMAP astring, in modified UTF-7 (RFC 3501 5.1.3)."""
-    name = name.strip().replace("\r", "").replace("\n", "") or "INBOX"
-    return _quote(_utf7_imap(name))
-
-
-def _utf7_imap(name: str) -> str:
-    out: list[str] = []
-    pending: list[str] = []
-
-    def flush() -> None:
-        if pending:
-            raw = "".join(pending).encode("utf-16-be")
-            out.append("&" + base64.b64encode(raw).decode().rstrip("=").replace("/", ",") + "-")
-            pending.clear()
-
-    for ch in name:
-        if 0x20 <= ord(ch) <= 0x7E:
-            flush()
-            out.append("&-" if ch == "&" else ch)
-        else:
-            pending.append(ch)
-    flush()
-    return "".join(out)
 
 
 # -- messages ------------------------------------------------------------------
 
 
-def _fetched(data: list[Any]) -> list[tuple[bytes, bytes]]:
-    """(metadata, literal) pairs from an imaplib FETCH answer."""
-    return [
-        (item[0], item[1])
-        for item in data
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], bytes)
-    ]
+def _squash(text: str) -> str:
+    return " ".join(text.split())
 
 
-def _fetch_item(meta: bytes, name: str) -> str | None:
-    m = re.search(rb"\b" + name.encode() + rb" (\d+)", meta)
-    return m.group(1).decode() if m else None
+def _addresses(*values: Any) -> str:
+    """``Name <address>`` for each parsed address, comma-separated."""
+    return ", ".join(_squash(v.full) for v in values if v is not None)
 
 
-def _parse(raw: bytes) -> EmailMessage:
-    msg = email.message_from_bytes(raw, policy=email.policy.default)
-    assert isinstance(msg, EmailMessage)
-    return msg
+def _date(msg: ImapMessage) -> str:
+    """ISO 8601 when the Date header parses, else the header as it is."""
+    if msg.date == DEFAULT_EMAIL_DATE:  # imap-tools' stand-in for "unparsable"
+        return _squash(msg.date_str)
+    return msg.date.isoformat()
 
 
-def _header(msg: Message, name: str) -> str:
-    try:
-        value = msg.get(name)
-        return " ".join(str(value).split()) if value is not None else ""
-    except Exception:  # a malformed header must not hide the rest of the message
-        return ""
-
-
-def _date(msg: Message) -> str:
-    raw = _header(msg, "Date")
-    try:
-        return parsedate_to_datetime(raw).isoformat()
-    except (TypeError, ValueError, IndexError):
-        return raw
-
-
-def body_text(msg: EmailMessage) -> tuple[str, list[str]]:
-    """The message's readable text (text/plain preferred, else HTML as text)
+def body_text(msg: ImapMessage) -> tuple[str, list[str]]:
+    """The message's readable text (its text/plain parts, else its HTML as text)
     and the names of its attachments."""
-    attachments = []
-    for item in msg.walk():
-        if item.is_multipart():
-            continue
-        if item.get_content_disposition() == "attachment" or (
-            item.get_filename() and item.get_content_maintype() != "text"
-        ):
-            attachments.append(item.get_filename() or item.get_content_type())
-    part: Message | None
-    try:
-        part = msg.get_body(preferencelist=("plain", "html"))
-    except Exception:
-        part = None
-    if part is None:
-        # Some senders put the text in a part the policy does not see as a body.
-        part = next(
-            (
-                p
-                for p in msg.walk()
-                if p.get_content_type() in ("text/plain", "text/html")
-                and p.get_content_disposition() != "attachment"
-            ),
-            None,
-        )
-    if part is None:
-        return "", attachments
-    text = _decode(part)
-    if part.get_content_subtype() == "html":
-        text = html_to_text(text)
+    attachments = [a.filename or a.content_type for a in msg.attachments]
+    text = msg.text or html_to_text(msg.html)
     return _tidy(text), attachments
 
 
-def _decode(part: Message) -> str:
-    try:
-        content = part.get_content()  # type: ignore[attr-defined]
-        if isinstance(content, str):
-            return content
-    except (LookupError, ValueError, AssertionError, UnicodeError):
-        pass
-    payload = part.get_payload(decode=True)
-    if not isinstance(payload, bytes):
-        return ""
-    charset = part.get_content_charset() or "utf-8"
-    try:
-        return payload.decode(charset, errors="replace")
-    except LookupError:
-        return payload.decode("utf-8", errors="replace")
+def html_to_text(html: str) -> str:
+    """HTML mail as text: the page reader's conversion, without the title."""
+    return _page_text(html)[1] if html else ""
 
 
 def _tidy(text: str) -> str:
@@ -417,63 +340,8 @@ def _tidy(text: str) -> str:
 
 
 def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = _squash(text)
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
-
-
-_BLOCK_TAGS = {
-    "br",
-    "p",
-    "div",
-    "li",
-    "tr",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "blockquote",
-    "pre",
-    "table",
-    "ul",
-    "ol",
-    "hr",
-}
-
-
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style", "head", "title"):
-            self._skip += 1
-        elif tag in _BLOCK_TAGS:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style", "head", "title"):
-            self._skip = max(0, self._skip - 1)
-        elif tag in _BLOCK_TAGS:
-            self.out.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.out.append(data)
-
-
-def html_to_text(html: str) -> str:
-    parser = _TextExtractor()
-    try:
-        parser.feed(html)
-        parser.close()
-    except Exception:
-        return re.sub(r"<[^>]+>", " ", html)
-    lines = (" ".join(line.split()) for line in "".join(parser.out).split("\n"))
-    return "\n".join(lines)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -492,6 +360,8 @@ def _text(data: Any) -> str:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, UnexpectedCommandStatusError):
+        return _text(exc.command_result[1]) or str(exc.command_result[0])
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, ConnectionRefusedError):
@@ -502,11 +372,11 @@ def _reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _close(imap: imaplib.IMAP4) -> None:
+def _close(box: BaseMailBox) -> None:
     try:
-        imap.logout()
+        box.client.logout()
     except Exception:
         try:
-            imap.shutdown()
+            box.client.shutdown()
         except Exception:
             pass

@@ -4,11 +4,12 @@ Two search backends sit behind one interface (``SearchBackend``):
 
 - **Exa** (keyed): ``POST {exa_base_url}/search`` with ``x-api-key``; used when
   the ``web-search`` service is connected.
-- **DuckDuckGo** (keyless, mode ``ddgs``): ``POST {ddg_base_url}/html/`` with the
-  form field ``q``; the HTML result page is parsed with the stdlib parser.
+- **ddgs** (keyless, mode ``ddgs``): the ``ddgs`` metasearch library asks
+  DuckDuckGo and Mojeek, then Brave and Yahoo while results are short (so a
+  DuckDuckGo bot check is covered); it scrapes their result pages itself.
 
 The mode (kv ``config.web_search``: ``auto``/``exa``/``ddgs``/``none``) picks the
-backend: ``auto`` is Exa when its key is there, else DuckDuckGo. Every upstream
+backend: ``auto`` is Exa when its key is there, else ddgs. Every upstream
 failure becomes a ``WebError`` whose message is meant for the model, so a tool
 can hand it back as its result instead of crashing the run.
 
@@ -30,7 +31,7 @@ import socket
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
@@ -158,11 +159,23 @@ def _exa_hit(item: Any) -> SearchHit | None:
     )
 
 
-# -- DuckDuckGo ----------------------------------------------------------------------
+# -- keyless search (ddgs) ------------------------------------------------------------
+
+# The engines ddgs may ask (its names: ours). It asks them two at a time in this
+# order (DuckDuckGo with Mojeek first), merges what they find and stops once it has
+# enough, so a DuckDuckGo bot check is covered by the others.
+DDGS_ENGINES = {"duckduckgo": "DuckDuckGo", "mojeek": "Mojeek", "brave": "Brave", "yahoo": "Yahoo"}
+DDGS_NAMES = ", ".join(DDGS_ENGINES.values())
+DDGS_LABEL = f"ddgs: {DDGS_NAMES}"
+DDGS_TIMEOUT_S = 10
 
 
 def unwrap_ddg_url(href: str) -> str:
-    """The target of a DuckDuckGo result link (``//duckduckgo.com/l/?uddg=…`` → target)."""
+    """The target of a DuckDuckGo redirect link (``//duckduckgo.com/l/?uddg=…``).
+
+    ddgs hands links on percent-decoded, so the target's own ``&`` are no longer
+    escaped: the target is everything after ``uddg=`` up to DuckDuckGo's trailing
+    ``&rut=`` token."""
     href = href.strip()
     if href.startswith("//"):
         href = "https:" + href
@@ -170,101 +183,83 @@ def unwrap_ddg_url(href: str) -> str:
         href = "https://duckduckgo.com" + href
     parts = urlsplit(href)
     host = (parts.hostname or "").lower()
-    if (host == "duckduckgo.com" or host.endswith(".duckduckgo.com")) and parts.path == "/l/":
-        target = parse_qs(parts.query).get("uddg")
-        if target and target[0]:
-            return target[0]
+    is_ddg = host == "duckduckgo.com" or host.endswith(".duckduckgo.com")
+    if is_ddg and parts.path == "/l/" and "uddg=" in href:
+        target = re.sub(r"&rut=[^&]*$", "", href.split("uddg=", 1)[1])
+        if target:
+            return target
     return href
 
 
-def _classes(attrs: list[tuple[str, str | None]]) -> set[str]:
-    for name, value in attrs:
-        if name == "class" and value:
-            return set(value.split())
-    return set()
-
-
-class _DuckDuckGoParser(HTMLParser):
-    """Collects ``a.result__a`` (title and link) and ``.result__snippet`` (text)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.hits: list[dict[str, str]] = []
-        self._field: str | None = None  # "title" or "snippet" while inside one
-        self._tag = ""
-        self._depth = 0
-        self._buf: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self._field is not None:
-            if tag == self._tag:
-                self._depth += 1
-            return
-        classes = _classes(attrs)
-        if tag == "a" and "result__a" in classes:
-            href = dict(attrs).get("href") or ""
-            self.hits.append({"title": "", "href": href, "snippet": ""})
-            self._open("title", tag)
-        elif "result__snippet" in classes and self.hits:
-            self._open("snippet", tag)
-
-    def _open(self, field: str, tag: str) -> None:
-        self._field, self._tag, self._depth, self._buf = field, tag, 1, []
-
-    def handle_endtag(self, tag: str) -> None:
-        if self._field is None or tag != self._tag:
-            return
-        self._depth -= 1
-        if self._depth == 0:
-            self.hits[-1][self._field] = _squash("".join(self._buf))
-            self._field = None
-
-    def handle_data(self, data: str) -> None:
-        if self._field is not None:
-            self._buf.append(data)
-
-
-def parse_ddg_html(html: str) -> list[SearchHit]:
-    parser = _DuckDuckGoParser()
-    parser.feed(html)
-    parser.close()
+def ddgs_hits(rows: list[dict[str, Any]]) -> list[SearchHit]:
+    """ddgs result rows (``title``, ``href``, ``body``) as hits; links that lead
+    nowhere useful (non-http(s), DuckDuckGo's own pages and ads) are dropped."""
     hits: list[SearchHit] = []
-    for raw in parser.hits:
-        url = unwrap_ddg_url(raw["href"])
+    for row in rows:
+        url = unwrap_ddg_url(str(row.get("href") or ""))
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         if parts.scheme not in ("http", "https") or host.endswith("duckduckgo.com"):
-            continue  # ads (duckduckgo.com/y.js) and internal links
-        hits.append(
-            SearchHit(
-                title=raw["title"] or url, url=url, snippet=_clip(raw["snippet"], SNIPPET_CHARS)
-            )
-        )
+            continue
+        title = _squash(str(row.get("title") or "")) or url
+        snippet = _clip(_squash(str(row.get("body") or "")), SNIPPET_CHARS)
+        hits.append(SearchHit(title=title, url=url, snippet=snippet))
     return hits
 
 
 class DuckDuckGoSearch:
+    """The keyless backend: the ``ddgs`` metasearch library (DuckDuckGo first).
+
+    ``proxy`` and ``ca_file`` are ddgs's own ``proxy`` and ``verify`` options;
+    left unset, ddgs goes straight out (or through ``DDGS_PROXY``). They come
+    from the settings ``web_search_proxy`` and ``web_search_ca_file``; the tests
+    set them to a loopback proxy that plays the engines over TLS with its own CA."""
+
     name = "ddgs"
 
-    def __init__(self, base_url: str, timeout: float = SEARCH_TIMEOUT_S) -> None:
-        self.url = base_url.rstrip("/") + "/html/"
+    def __init__(
+        self,
+        *,
+        proxy: str | None = None,
+        ca_file: str | None = None,
+        timeout: int = DDGS_TIMEOUT_S,
+    ) -> None:
+        self.proxy = proxy
+        self.ca_file = ca_file
         self.timeout = timeout
 
     async def search(self, query: str, num_results: int) -> list[SearchHit]:
+        # ddgs is blocking (its own thread pool, one request per engine).
+        return await asyncio.to_thread(self._search, query, num_results)
+
+    def _search(self, query: str, num_results: int) -> list[SearchHit]:
+        # Imported here: ddgs loads every engine, lxml and primp (~0.35 s), which
+        # only a keyless search needs, not every start of the server.
+        from ddgs import DDGS
+        from ddgs.exceptions import DDGSException, TimeoutException
+
+        client = DDGS(proxy=self.proxy, timeout=self.timeout, verify=self.ca_file or True)
         try:
-            async with httpx.AsyncClient(
-                timeout=self.timeout, headers={"User-Agent": USER_AGENT}
-            ) as http:
-                response = await http.post(self.url, data={"q": query})
-        except httpx.HTTPError as exc:
-            raise _http_failure("DuckDuckGo", exc, self.timeout) from None
-        if response.status_code != 200:
-            # 202 is its answer to traffic it takes for a bot.
-            raise _status_failure("DuckDuckGo", response)
-        hits = parse_ddg_html(response.text)
-        if not hits and "anomaly" in response.text.lower():
-            raise WebError("DuckDuckGo refused the search (bot check); try again later.")
-        return hits[:num_results]
+            rows = client.text(query, max_results=num_results, backend=",".join(DDGS_ENGINES))
+        except TimeoutException:
+            raise WebError(f"the search engines did not answer within {self.timeout} s.") from None
+        except DDGSException as exc:
+            raise _ddgs_failure(exc) from None
+        return ddgs_hits(rows)[:num_results]
+
+
+def _ddgs_failure(exc: Exception) -> WebError:
+    """ddgs ends with "No results found." when no engine answered 200 with results
+    (an empty page and a bot check look the same to it), and with the last
+    engine's error when one failed outright."""
+    detail = str(exc).strip()
+    if not detail or detail == "No results found.":
+        return WebError(
+            f"no search engine returned results ({DDGS_NAMES}): nothing matched, or "
+            "they refused an automated search; try again later or rephrase."
+        )
+    kind = detail.split(":", 1)[0].strip()[:60]  # e.g. "ConnectError"; the rest is a long URL
+    return WebError(f"no search engine could be reached (the last error: {kind}); try again later.")
 
 
 # -- page fetching -------------------------------------------------------------------
@@ -489,8 +484,6 @@ class WebService:
     def __init__(self, core: Core, credentials: Credentials) -> None:
         self.c = core
         self.credentials = credentials
-        # Tests point fetch_page at loopback servers; off everywhere else.
-        self.allow_private = False
 
     async def mode(self) -> str:
         value = await self.c.kv.get(
@@ -507,7 +500,9 @@ class WebService:
         if provider == "exa" and key:
             return ExaSearch(self.c.settings.exa_base_url, key)
         if provider == "ddgs":
-            return DuckDuckGoSearch(self.c.settings.ddg_base_url)
+            settings = self.c.settings
+            ca_file = str(settings.web_search_ca_file) if settings.web_search_ca_file else None
+            return DuckDuckGoSearch(proxy=settings.web_search_proxy, ca_file=ca_file)
         return None
 
     async def search_text(self, query: str, num_results: int = 5) -> str:
@@ -528,7 +523,7 @@ class WebService:
 
     async def fetch_text(self, url: str) -> str:
         try:
-            text = await fetch_page(url, allow_private=self.allow_private)
+            text = await fetch_page(url, allow_private=self.c.settings.fetch_allow_private)
         except WebError as exc:
             return failure(f"Could not fetch the page: {exc}")
         used("web")
@@ -536,7 +531,7 @@ class WebService:
 
 
 def format_hits(query: str, provider: str, hits: list[SearchHit]) -> str:
-    source = "Exa" if provider == "exa" else "DuckDuckGo"
+    source = "Exa" if provider == "exa" else DDGS_LABEL
     if not hits:
         return f"No web results for {query!r} (via {source})."
     lines = [f"Web results for {query!r} (via {source}):"]
