@@ -74,13 +74,17 @@ def install(app: FastAPI, container: Container) -> None:
     from famulus.api import embedding, memory_admin, memory_facts, memory_learning, memory_profile
 
     settings = container.settings
-    service = MemoryService(container.db, container.kv, lambda: container.extras.get("llm"))
-    service.budget_chars = int(getattr(settings, "memory_budget_chars", 4000))
+    service = MemoryService(
+        container.db,
+        container.kv,
+        lambda: container.extras.get("llm"),
+        budget_chars=settings.memory_budget_chars,
+    )
     jobs = MemoryJobs(
         service,
         container.sessions,
-        quiet_s=float(getattr(settings, "memory_quiet_s", 120.0)),
-        after_messages=int(getattr(settings, "memory_extract_after_messages", 20)),
+        quiet_s=settings.memory_quiet_s,
+        after_messages=settings.memory_extract_after_messages,
     )
     learning = Learning(service, container.directives)
     service.jobs, service.learning = jobs, learning
