@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from famulus.api.memory_common import FactOut, ObservationOut, RowOut, memory
 from famulus.api.schemas import RequestBody
 from famulus.memory import context
+from famulus.memory.recall import LIMIT as RECALL_LIMIT
 from famulus.memory.service import Audit, Drift, MemoryService
 from famulus.memory.vectors import ReindexSnapshot
 
@@ -213,7 +214,7 @@ async def audit(m: MemoryService = Depends(memory)) -> AuditOut:
 
 @router.post("/memory/recall/inspect")
 async def inspect(body: InspectIn, m: MemoryService = Depends(memory)) -> InspectOut:
-    return InspectOut.of(await context.inspect(m, body.query, body.limit or 8))
+    return InspectOut.of(await context.inspect(m, body.query, body.limit or RECALL_LIMIT))
 
 
 @router.get("/memory/access")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from famulus.agent import scope
-from famulus.memory.recall import Hit
+from famulus.memory import recall as fusion
 from famulus.memory.service import MemoryService, Recalled
 from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
@@ -39,7 +39,7 @@ class Inspected(Generic[Row]):
     """A recalled row, how it scored, and whether it fits the prompt budget."""
 
     row: Row
-    hit: Hit
+    hit: fusion.Hit
     injected: bool
 
 
@@ -90,7 +90,9 @@ def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Asse
     return out
 
 
-async def build(memory: MemoryService, query: str, limit: int = 8) -> tuple[Assembled, Recalled]:
+async def build(
+    memory: MemoryService, query: str, limit: int = fusion.LIMIT
+) -> tuple[Assembled, Recalled]:
     profile = await memory.stores.profile.entries()
     recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
     return assemble(profile, recalled, memory.budget_chars), recalled

@@ -363,7 +363,12 @@ class MemoryService:
     # -- recall -------------------------------------------------------------
 
     async def recall(
-        self, query: str, limit: int = 8, obs_limit: int = 4, *, mode: str = "hybrid"
+        self,
+        query: str,
+        limit: int = fusion.LIMIT,
+        obs_limit: int = fusion.OBS_LIMIT,
+        *,
+        mode: str = "hybrid",
     ) -> Recalled:
         """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks)."""
         space = self._space()
