@@ -33,12 +33,14 @@ from famulus.memory.embeddings import LocalEmbedder, local_runtime
 from famulus.memory.index import VectorIndex
 from famulus.memory.service import MemoryService
 from famulus.memory.vectors import Space
+from famulus.settings import Settings
 from famulus.store.db import Database
 from famulus.store.kv import KVStore
 from famulus.timeutil import now_iso
 
 DATA = Path(__file__).parent / "data" / "recall_set.json"
 DIM = 384
+BUDGET = Settings.model_fields["memory_budget_chars"].default  # the server's own default
 
 
 class RandomEmbedder:
@@ -84,7 +86,7 @@ async def _service(db_path: Path, n: int) -> tuple[MemoryService, list[str]]:
             rows,
         )
     )
-    service = MemoryService(db, KVStore(db), lambda: None)
+    service = MemoryService(db, KVStore(db), lambda: None, budget_chars=BUDGET)
     embedder = RandomEmbedder(n)
     space = Space(embedder, VectorIndex(DIM), VectorIndex(DIM))
     space.facts.load(list(range(1, n + 1)), await embedder.embed(texts))
@@ -118,7 +120,7 @@ async def quality() -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "quality.db")
         db.open()
-        service = MemoryService(db, KVStore(db), lambda: None)
+        service = MemoryService(db, KVStore(db), lambda: None, budget_chars=BUDGET)
         embedder = LocalEmbedder()
         service.space = Space(embedder, VectorIndex(DIM), VectorIndex(DIM))
         ids = [(await service.add_fact(text)).id for text in data["facts"]]

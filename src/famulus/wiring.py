@@ -161,8 +161,9 @@ def _llm(core: Core) -> tuple[SecretsStore, LLMService]:
 
 def _memory(core: Core, llm: LLMService) -> MemoryFacade:
     settings = core.settings
-    service = MemoryService(core.db, core.kv, lambda: llm)
-    service.budget_chars = settings.memory_budget_chars
+    service = MemoryService(
+        core.db, core.kv, lambda: llm, budget_chars=settings.memory_budget_chars
+    )
     jobs = MemoryJobs(
         service,
         core.sessions,

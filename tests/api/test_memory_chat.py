@@ -205,3 +205,33 @@ async def test_an_empty_memory_embeds_no_query(app: Any, monkeypatch: pytest.Mon
     monkeypatch.setattr(service.space.embedder, "embed", no_embedding)
     recalled = await service.recall("when is my dentist appointment")
     assert recalled.facts == [] and recalled.observations == []
+
+
+async def test_a_recall_is_recorded_in_one_transaction(
+    app: Any, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The access events and the injected facts' access counts are one write, so a
+    crash between them cannot leave the log and the counts disagreeing."""
+    fact = await client.post("/facts", json={"text": "The spare key is under the blue pot"})
+    fact_id = fact.json()["fact"]["id"]
+    sid = await new_session(client)
+    facade = app.state.container.memory
+    db = facade.service.db
+    real_write = db.write
+    writes: list[Any] = []
+
+    async def counting(fn: Any) -> Any:
+        writes.append(fn)
+        return await real_write(fn)
+
+    monkeypatch.setattr(db, "write", counting)
+    formatted = await facade.prompt_context(sid, "where is the spare key")
+    monkeypatch.undo()
+    assert "blue pot" in formatted
+    assert len(writes) == 1
+    access = (await client.get("/memory/access")).json()["events"]
+    assert {(e["owner_id"], e["action"]) for e in access} >= {
+        (fact_id, "retrieved"),
+        (fact_id, "injected"),
+    }
+    assert (await client.get(f"/facts/{fact_id}")).json()["fact"]["access_count"] == 1

@@ -178,16 +178,16 @@ async def test_profile_endpoints(client: httpx.AsyncClient) -> None:
 async def test_dreams_endpoints(app: Any, client: httpx.AsyncClient) -> None:
     a = await _add(client, "I love sailing")
     b = await _add(client, "My colleague Rui grew up in the Azores")
-    dream = await _memory(app).extra.insert_dream(
+    dream = await _memory(app).stores.profile.insert_dream(
         "the sea", "Ask Rui about sailing", [a["id"], b["id"]]
     )
     listing = (await client.get("/dreams")).json()
-    assert listing["dreams"][0]["id"] == dream["id"] and listing["total"] == 1
-    detail = (await client.get(f"/dreams/{dream['id']}")).json()
+    assert listing["dreams"][0]["id"] == dream.id and listing["total"] == 1
+    detail = (await client.get(f"/dreams/{dream.id}")).json()
     assert detail["dream"]["bridge"] == "the sea" and len(detail["source_facts"]) == 2
-    assert (await client.delete(f"/dreams/{dream['id']}")).json()["status"] == "deleted"
-    assert (await client.get(f"/dreams/{dream['id']}")).status_code == 404
-    assert (await client.delete(f"/dreams/{dream['id']}")).status_code == 404
+    assert (await client.delete(f"/dreams/{dream.id}")).json()["status"] == "deleted"
+    assert (await client.get(f"/dreams/{dream.id}")).status_code == 404
+    assert (await client.delete(f"/dreams/{dream.id}")).status_code == 404
 
 
 async def test_clear_removes_everything(client: httpx.AsyncClient) -> None:

@@ -95,10 +95,10 @@ async def _vanished(*args: Any, **kwargs: Any) -> None:
 @pytest.mark.parametrize(
     ("kind", "store", "method"),
     [
-        ("fact", lambda c: c.memory.service.store, "update_fact"),
+        ("fact", lambda c: c.memory.service.stores.facts, "update"),
         ("session", lambda c: c.sessions.store, "update"),
         ("automation", lambda c: c.automations.store, "update"),
-        ("profile", lambda c: c.memory.service.extra, "update_profile"),
+        ("profile", lambda c: c.memory.service.stores.profile, "update"),
     ],
 )
 async def test_a_row_gone_between_check_and_write_is_404(

@@ -6,7 +6,7 @@ import numpy as np
 
 from famulus.memory.index import VectorIndex
 from famulus.memory.recall import Meta, fuse, rrf
-from famulus.store.memory import fts_query
+from famulus.store.memory.common import fts_query
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:

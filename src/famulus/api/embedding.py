@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from famulus.api.memory_common import memory
 from famulus.api.schemas import RequestBody
@@ -20,20 +17,38 @@ class EmbeddingIn(RequestBody):
     embedding_model: str = Field(min_length=1, max_length=200)
 
 
+class EmbeddingModel(BaseModel):
+    id: str
+    provider: str
+    dimensions: int
+    available: bool
+
+
+class EmbeddingModels(BaseModel):
+    models: list[EmbeddingModel]
+    current: str
+
+
+class Reindexing(BaseModel):
+    status: str
+    embedding_model: str
+    total: int
+
+
 @router.get("/models/embedding")
-async def list_models(m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def list_models(m: MemoryService = Depends(memory)) -> EmbeddingModels:
     models = [
-        {
-            "id": info.id,
-            "provider": info.provider,
-            "dimensions": info.dimensions,
-            "available": usable,
-        }
+        EmbeddingModel(
+            id=info.id, provider=info.provider, dimensions=info.dimensions, available=usable
+        )
         for info, usable in await m.factory.available()
     ]
-    return {"models": models, "current": m.current_embedding_model()}
+    return EmbeddingModels(models=models, current=m.current_embedding_model())
 
 
 @router.post("/config/embedding", status_code=202)
-async def set_model(body: EmbeddingIn, m: MemoryService = Depends(memory)) -> JSONResponse:
-    return JSONResponse(await reindex.start_reindex(m, body.embedding_model), status_code=202)
+async def set_model(body: EmbeddingIn, m: MemoryService = Depends(memory)) -> Reindexing:
+    started = await reindex.start_reindex(m, body.embedding_model)
+    return Reindexing(
+        status="reindexing", embedding_model=started.embedding_model, total=started.total
+    )

@@ -1,8 +1,12 @@
-"""Shared pieces of the memory routers: the service dependency and paging."""
+"""Shared pieces of the memory routers: the service dependency, paging, and the
+fact and observation bodies several endpoints return."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import Depends, Query
+from pydantic import BaseModel, ConfigDict
 
 from famulus.api.deps import container
 from famulus.memory.service import MemoryService
@@ -24,3 +28,34 @@ class Page:
     ) -> None:
         self.limit = limit
         self.offset = offset
+
+
+class RowOut(BaseModel):
+    """A body read from the memory area's frozen rows (attributes, not dicts);
+    fields a row has but the body does not declare (a fact's salience) stay out."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class FactOut(RowOut):
+    id: int
+    text: str
+    kind: str
+    source_type: str
+    source_ref: str | None
+    created_at: str
+    updated_at: str
+    access_count: int
+    last_accessed_at: str | None
+    archived_at: str | None
+    superseded_by: int | None
+    provenance: dict[str, Any]
+
+
+class ObservationOut(RowOut):
+    id: int
+    summary: str
+    evidence_count: int
+    created_at: str
+    updated_at: str
+    archived_at: str | None

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Query
-from fastapi.responses import JSONResponse
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from famulus.api.memory_common import Page, memory
+from famulus.api.memory_common import FactOut, ObservationOut, Page, RowOut, memory
 from famulus.api.schemas import RequestBody, RowId
 from famulus.memory.service import MemoryService
 
@@ -34,6 +31,68 @@ class ObservationPatch(RequestBody):
     summary: str = Field(min_length=1, max_length=10_000)
 
 
+class FactsImport(RequestBody):
+    facts: list[FactIn] = Field(min_length=1, max_length=MAX_IMPORT)
+
+
+class FactList(BaseModel):
+    facts: list[FactOut]
+    total: int
+
+
+class FactBody(BaseModel):
+    fact: FactOut
+
+
+class Imported(BaseModel):
+    imported: int
+    skipped: int
+    fact_ids: list[int]
+
+
+class EntityOut(RowOut):
+    id: int
+    name: str
+    type: str
+
+
+class LinkedFactOut(RowOut):
+    id: int
+    text: str
+    link_type: str
+    weight: float
+
+
+class FactDetailOut(RowOut):
+    fact: FactOut
+    entities: list[EntityOut]
+    linked_facts: list[LinkedFactOut]
+
+
+class FactDeleted(BaseModel):
+    status: str
+    fact_id: int
+
+
+class ObservationList(BaseModel):
+    observations: list[ObservationOut]
+    total: int
+
+
+class ObservationBody(BaseModel):
+    observation: ObservationOut
+
+
+class ObservationDetailOut(RowOut):
+    observation: ObservationOut
+    supporting_facts: list[FactOut]
+
+
+class ObservationDeleted(BaseModel):
+    status: str
+    observation_id: int
+
+
 @router.get("/facts")
 async def list_facts(
     page: Page = Depends(),
@@ -42,8 +101,8 @@ async def list_facts(
     source_type: str | None = Query(None, max_length=40),
     archived: bool = Query(False, description="List archived (superseded) facts instead."),
     m: MemoryService = Depends(memory),
-) -> dict[str, Any]:
-    rows, total = await m.store.list_facts(
+) -> FactList:
+    rows, total = await m.list_facts(
         limit=page.limit,
         offset=page.offset,
         q=q,
@@ -51,69 +110,67 @@ async def list_facts(
         source_type=source_type,
         archived=archived,
     )
-    return {"facts": [r.public() for r in rows], "total": total}
+    return FactList.model_validate({"facts": rows, "total": total})
 
 
 @router.post("/facts", status_code=201)
-async def create_fact(body: FactIn, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def create_fact(body: FactIn, m: MemoryService = Depends(memory)) -> FactBody:
     row = await m.add_fact(body.text, body.kind or "fact", "manual")
-    return {"fact": row.public()}
-
-
-class FactsImport(RequestBody):
-    facts: list[FactIn] = Field(min_length=1, max_length=MAX_IMPORT)
+    return FactBody.model_validate({"fact": row})
 
 
 @router.post("/facts/import", status_code=201)
-async def import_facts(body: FactsImport, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def import_facts(body: FactsImport, m: MemoryService = Depends(memory)) -> Imported:
     rows, skipped = await m.import_facts([(f.text, f.kind or "fact") for f in body.facts])
-    return {"imported": len(rows), "skipped": skipped, "fact_ids": [r.id for r in rows]}
+    return Imported(imported=len(rows), skipped=skipped, fact_ids=[r.id for r in rows])
 
 
 @router.get("/facts/{fact_id}")
-async def get_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
-    return await m.fact_detail(fact_id)
+async def get_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> FactDetailOut:
+    return FactDetailOut.model_validate(await m.fact_detail(fact_id))
 
 
 @router.patch("/facts/{fact_id}")
 async def patch_fact(
     fact_id: RowId, body: FactPatch, m: MemoryService = Depends(memory)
-) -> dict[str, Any]:
+) -> FactBody:
     body.require_some_change()
     row = await m.update_fact(fact_id, body.text, body.kind)
-    return {"fact": row.public()}
+    return FactBody.model_validate({"fact": row})
 
 
 @router.delete("/facts/{fact_id}")
-async def delete_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
+async def delete_fact(fact_id: RowId, m: MemoryService = Depends(memory)) -> FactDeleted:
     await m.delete_fact(fact_id)
-    return {"status": "deleted", "fact_id": fact_id}
+    return FactDeleted(status="deleted", fact_id=fact_id)
 
 
 @router.get("/observations")
 async def list_observations(
     page: Page = Depends(), m: MemoryService = Depends(memory)
-) -> dict[str, Any]:
-    rows, total = await m.store.list_observations(page.limit, page.offset)
-    return {"observations": [r.public() for r in rows], "total": total}
+) -> ObservationList:
+    rows, total = await m.list_observations(page.limit, page.offset)
+    return ObservationList.model_validate({"observations": rows, "total": total})
 
 
 @router.get("/observations/{obs_id}")
-async def get_observation(obs_id: RowId, m: MemoryService = Depends(memory)) -> dict[str, Any]:
-    row = await m.get_observation(obs_id)
-    facts = await m.store.supporting_facts(obs_id)
-    return {"observation": row.public(), "supporting_facts": [f.public() for f in facts]}
+async def get_observation(
+    obs_id: RowId, m: MemoryService = Depends(memory)
+) -> ObservationDetailOut:
+    return ObservationDetailOut.model_validate(await m.observation_detail(obs_id))
 
 
 @router.patch("/observations/{obs_id}")
 async def patch_observation(
     obs_id: RowId, body: ObservationPatch, m: MemoryService = Depends(memory)
-) -> dict[str, Any]:
+) -> ObservationBody:
     row = await m.update_observation(obs_id, body.summary)
-    return {"observation": row.public()}
+    return ObservationBody.model_validate({"observation": row})
 
 
 @router.delete("/observations/{obs_id}")
-async def delete_observation(obs_id: RowId, m: MemoryService = Depends(memory)) -> JSONResponse:
+async def delete_observation(
+    obs_id: RowId, m: MemoryService = Depends(memory)
+) -> ObservationDeleted:
     await m.delete_observation(obs_id)
-    return JSONResponse({"status": "deleted", "observation_id": obs_id})
+    return ObservationDeleted(status="deleted", observation_id=obs_id)

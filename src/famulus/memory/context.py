@@ -9,10 +9,17 @@ inspector shows is exactly what the agent would get.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 from famulus.agent import scope
+from famulus.memory import recall as fusion
 from famulus.memory.service import MemoryService, Recalled
+from famulus.store.memory.facts import FactRow
+from famulus.store.memory.observations import ObservationRow
+from famulus.store.memory.profile import ProfileRow
+from famulus.store.memory.recall import AccessEvent
+
+Row = TypeVar("Row", FactRow, ObservationRow)
 
 PROFILE_HEADER = "## What you know about the person (profile)"
 RECALL_HEADER = "## Memories that may be relevant (recalled for this message)"
@@ -27,12 +34,28 @@ class Assembled:
     retrieved: list[tuple[str, int, float]] = field(default_factory=list)
 
 
-def assemble(profile: list[dict[str, Any]], recalled: Recalled, budget: int) -> Assembled:
+@dataclass(frozen=True)
+class Inspected(Generic[Row]):
+    """A recalled row, how it scored, and whether it fits the prompt budget."""
+
+    row: Row
+    hit: fusion.Hit
+    injected: bool
+
+
+@dataclass(frozen=True)
+class Inspection:
+    facts: list[Inspected[FactRow]]
+    observations: list[Inspected[ObservationRow]]
+    formatted: str
+
+
+def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Assembled:
     out = Assembled("")
     lines: list[str] = []
     if profile:
         lines.append(PROFILE_HEADER)
-        lines.extend(f"- [{e['kind']}] {e['summary']}" for e in profile)
+        lines.extend(f"- [{e.kind}] {e.summary}" for e in profile)
     used = sum(len(x) + 1 for x in lines)
     sections: list[tuple[str, list[tuple[str, int, float, str]]]] = [
         (
@@ -67,8 +90,10 @@ def assemble(profile: list[dict[str, Any]], recalled: Recalled, budget: int) -> 
     return out
 
 
-async def build(memory: MemoryService, query: str, limit: int = 8) -> tuple[Assembled, Recalled]:
-    profile = await memory.extra.list_profile()
+async def build(
+    memory: MemoryService, query: str, limit: int = fusion.LIMIT
+) -> tuple[Assembled, Recalled]:
+    profile = await memory.stores.profile.entries()
     recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
     return assemble(profile, recalled, memory.budget_chars), recalled
 
@@ -79,38 +104,27 @@ async def prompt_context(memory: MemoryService, session_id: str, query: str) -> 
     assembled, _ = await build(memory, query)
     if scope.read_only():  # reading is allowed; recording the access is a write
         return assembled.formatted
-    events = [(o, i, "retrieved", s) for o, i, s in assembled.retrieved]
-    events += [(o, i, "injected", s) for o, i, s in assembled.injected]
-    events += [(o, i, "omitted", s) for o, i, s in assembled.omitted]
-    await memory.extra.record_access(session_id, query, events)
-    await memory.store.record_access([i for o, i, _ in assembled.injected if o == "fact"])
+    events = [
+        AccessEvent(owner, item_id, action, score)
+        for action, items in (
+            ("retrieved", assembled.retrieved),
+            ("injected", assembled.injected),
+            ("omitted", assembled.omitted),
+        )
+        for owner, item_id, score in items
+    ]
+    await memory.stores.recall.record(session_id, query, events)
     return assembled.formatted
 
 
-async def inspect(memory: MemoryService, query: str, limit: int) -> dict[str, Any]:
+async def inspect(memory: MemoryService, query: str, limit: int) -> Inspection:
     """What recall would give the agent; inspecting is not a use, so nothing is recorded."""
     assembled, recalled = await build(memory, query, limit)
     injected = {(o, i) for o, i, _ in assembled.injected}
-    return {
-        "facts": [
-            {
-                **f.public(),
-                "score": round(h.score, 6),
-                "cosine": h.cosine,
-                "fts_rank": h.fts_rank,
-                "vector_rank": h.vec_rank,
-                "injected": ("fact", f.id) in injected,
-            }
-            for f, h in recalled.facts
+    return Inspection(
+        facts=[Inspected(f, h, ("fact", f.id) in injected) for f, h in recalled.facts],
+        observations=[
+            Inspected(o, h, ("observation", o.id) in injected) for o, h in recalled.observations
         ],
-        "observations": [
-            {
-                **o.public(),
-                "score": round(h.score, 6),
-                "cosine": h.cosine,
-                "injected": ("observation", o.id) in injected,
-            }
-            for o, h in recalled.observations
-        ],
-        "formatted": assembled.formatted,
-    }
+        formatted=assembled.formatted,
+    )

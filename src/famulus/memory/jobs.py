@@ -9,14 +9,16 @@ message id read) keeps a conversation from being extracted twice.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from typing import Any
 
+from famulus.errors import NotFound
 from famulus.memory import prompts
 from famulus.memory.service import FACT_KINDS, MemoryService
-from famulus.store.memory import FactRow
+from famulus.store.memory.facts import FactRow
+from famulus.store.memory.observations import ObservationRow
+from famulus.store.memory.profile import ProfileRow
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,8 @@ class MemoryJobs:
         read: what it saw (web pages, mail) is untrusted, and it may change
         nothing, so its messages are marked as read without extraction."""
         if read_only:
-            last = await self.memory.extra.last_message_id(session_id)
-            await self.memory.extra.set_extraction_mark(session_id, last)
+            marks = self.memory.stores.extraction
+            await marks.set_mark(session_id, await marks.last_message_id(session_id))
             return
         if not await self.memory.enabled():
             return
@@ -61,7 +63,7 @@ class MemoryJobs:
         (messages past their extraction mark) are armed again."""
         if not await self.memory.enabled():
             return
-        for session_id in await self.memory.extra.sessions_past_mark():
+        for session_id in await self.memory.stores.extraction.sessions_past_mark():
             self._arm(session_id, len(await self._new_messages(session_id)))
 
     def _arm(self, session_id: str, pending: int) -> None:
@@ -87,7 +89,7 @@ class MemoryJobs:
         await asyncio.gather(*timers, return_exceptions=True)
 
     async def _new_messages(self, session_id: str) -> list[Any]:
-        mark = await self.memory.extra.extraction_mark(session_id)
+        mark = await self.memory.stores.extraction.mark(session_id)
         return list(
             await self.sessions.store.messages(
                 session_id, roles=("user", "assistant"), after_id=mark
@@ -95,6 +97,12 @@ class MemoryJobs:
         )
 
     # -- extraction ---------------------------------------------------------
+
+    async def extract_now(self, session_id: str) -> dict[str, Any]:
+        """On request: extract from a session now instead of waiting for it to go quiet."""
+        if await self.sessions.store.get(session_id) is None:
+            raise NotFound(f"No session with id {session_id}.")
+        return await self.extract_session(session_id)
 
     async def extract_session(self, session_id: str) -> dict[str, Any]:
         """Read new messages, extract facts, merge, supersede; then upkeep."""
@@ -114,7 +122,7 @@ class MemoryJobs:
             }
             source = await self._source(session_id, provenance)
             summary = await self._apply_extraction(result, session_id, provenance, source)
-            await self.memory.extra.set_extraction_mark(session_id, messages[-1].id)
+            await self.memory.stores.extraction.set_mark(session_id, messages[-1].id)
         if summary["created"]:
             await self.maintain()
         return summary
@@ -158,11 +166,11 @@ class MemoryJobs:
             )
             summary["created"].append(row.id)
             if item.entities:
-                await self.memory.store.attach_entities(
+                await self.memory.stores.facts.attach_entities(
                     row.id, [(e.name.strip(), e.type.strip() or "thing") for e in item.entities]
                 )
             for old_id in item.supersedes_fact_ids:
-                old = await self.memory.store.get_fact(old_id)
+                old = await self.memory.stores.facts.get(old_id)
                 if old is not None and old.archived_at is None and old.id != row.id:
                     await self.memory.supersede(old.id, row.id, "contradicted by a newer fact")
                     summary["superseded"].append(old.id)
@@ -171,21 +179,21 @@ class MemoryJobs:
     async def _merge(self, fact: FactRow, provenance: dict[str, Any]) -> None:
         """A duplicate strengthens the fact it repeats instead of adding a row."""
         merged = list(fact.provenance.get("merged", []))[-19:] + [provenance]
-        await self.memory.store.update_fact(
+        await self.memory.stores.facts.update(
             fact.id,
             salience=min(1.0, fact.salience + 0.1),
-            provenance=json.dumps({**fact.provenance, "merged": merged}),
+            provenance={**fact.provenance, "merged": merged},
         )
 
     # -- consolidation and profile -----------------------------------------
 
     async def maintain(self) -> dict[str, Any]:
         """Consolidate facts into observations and keep the profile current; then dream."""
-        facts = (await self.memory.store.list_facts(limit=150, offset=0))[0]
+        facts = (await self.memory.stores.facts.page(limit=150, offset=0))[0]
         if not facts:
             return {"observations": [], "profile": [], "dreams": []}
-        observations = (await self.memory.store.list_observations(100, 0))[0]
-        profile = await self.memory.extra.list_profile()
+        observations = (await self.memory.stores.observations.page(100, 0))[0]
+        profile = await self.memory.stores.profile.entries()
         prompt = _maintenance_prompt(facts, observations, profile)
         result: prompts.Maintenance = await prompts.run_job(
             self.memory.llm_getter(), prompts.MAINTAIN, prompts.Maintenance, prompt
@@ -202,24 +210,24 @@ class MemoryJobs:
         return {"observations": created_obs, "profile": [e for e in entries if e], "dreams": dreams}
 
     async def _upsert_profile(
-        self, item: prompts.ProfileOut, known: set[int], profile: list[dict[str, Any]]
+        self, item: prompts.ProfileOut, known: set[int], profile: list[ProfileRow]
     ) -> int | None:
         ids = [i for i in item.source_fact_ids if i in known]
-        current = {e["id"]: e for e in profile}
+        current = {e.id: e for e in profile}
         if item.replaces_entry_id is not None and item.replaces_entry_id in current:
-            await self.memory.extra.update_profile(
+            await self.memory.stores.profile.update(
                 item.replaces_entry_id,
                 summary=item.summary,
                 source_fact_ids=ids,
                 confidence=item.confidence,
             )
             return item.replaces_entry_id
-        if any(e["summary"].lower() == item.summary.lower() for e in profile):
+        if any(e.summary.lower() == item.summary.lower() for e in profile):
             return None
-        row = await self.memory.extra.insert_profile(
+        row = await self.memory.stores.profile.insert(
             item.kind, item.summary, ids, [], item.confidence
         )
-        return int(row["id"])
+        return row.id
 
     # -- dreams -------------------------------------------------------------
 
@@ -227,7 +235,7 @@ class MemoryJobs:
         """Links between distant facts; only while the dreams flag is on."""
         if not await self.memory.dreams_enabled():
             return []
-        facts = await self.memory.store.active_facts(limit=500)
+        facts = await self.memory.stores.facts.active(limit=500)
         if len(facts) < 2:
             return []
         sample = random.sample(facts, min(12, len(facts)))
@@ -243,10 +251,10 @@ class MemoryJobs:
             ids = [i for i in d.fact_ids if i in known]
             if len(ids) < 2:
                 continue
-            row = await self.memory.extra.insert_dream(d.bridge, d.insight, ids)
+            row = await self.memory.stores.profile.insert_dream(d.bridge, d.insight, ids)
             for a, b in zip(ids, ids[1:], strict=False):
-                await self.memory.store.add_link(a, b, "dream", 0.5)
-            created.append(int(row["id"]))
+                await self.memory.stores.facts.add_link(a, b, "dream", 0.5)
+            created.append(row.id)
         return created
 
 
@@ -256,7 +264,7 @@ def _extraction_prompt(transcript: str, known: list[FactRow]) -> str:
 
 
 def _maintenance_prompt(
-    facts: list[FactRow], observations: list[Any], profile: list[dict[str, Any]]
+    facts: list[FactRow], observations: list[ObservationRow], profile: list[ProfileRow]
 ) -> str:
     return (
         "Facts:\n"
@@ -264,5 +272,5 @@ def _maintenance_prompt(
         + "\n\nExisting observations:\n"
         + ("\n".join(f"- {o.summary}" for o in observations) or "(none)")
         + "\n\nProfile entries:\n"
-        + ("\n".join(f"#{e['id']} [{e['kind']}]: {e['summary']}" for e in profile) or "(none)")
+        + ("\n".join(f"#{e.id} [{e.kind}]: {e.summary}" for e in profile) or "(none)")
     )

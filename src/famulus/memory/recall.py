@@ -20,6 +20,8 @@ from famulus.timeutil import parse_iso, utcnow
 
 RRF_K = 20  # steeper than the usual 60: a clear first place in one list should count
 CANDIDATES = 50
+LIMIT = 8  # facts a recall returns unless asked for another number
+OBS_LIMIT = 4  # observations a recall returns
 MIN_COSINE = 0.3  # below this a vector hit is mostly noise for MiniLM-class models
 W_FTS = 1.0
 W_VEC = 1.0

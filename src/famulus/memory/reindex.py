@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from dataclasses import dataclass
 
 from famulus import config_keys
 from famulus.errors import Conflict
 from famulus.memory.embeddings import Embedder
 from famulus.memory.service import MemoryService
 from famulus.memory.vectors import ReindexState, load_space
-from famulus.store.memory import text_hash
+from famulus.store.memory.common import text_hash
 
 log = logging.getLogger(__name__)
 BATCH = 64
 
 
-async def start_reindex(memory: MemoryService, model_id: str) -> dict[str, Any]:
-    """Validate (422 on unknown or unusable model), then run in the background → 202 body."""
+@dataclass(frozen=True)
+class ReindexStarted:
+    embedding_model: str
+    total: int  # rows to embed
+
+
+async def start_reindex(memory: MemoryService, model_id: str) -> ReindexStarted:
+    """Validate (422 on unknown or unusable model), then run in the background."""
     embedder = await memory.factory.build(model_id)
     if memory.reindex.status == "running":
         raise Conflict("A re-index is already running; wait for it to finish (GET /memory/audit).")
@@ -32,15 +38,15 @@ async def start_reindex(memory: MemoryService, model_id: str) -> dict[str, Any]:
     state = ReindexState(status="running", model=model_id, total=sum(len(v) for v in todo.values()))
     memory.reindex = state
     state.task = asyncio.create_task(_run(memory, embedder, state))
-    return {"status": "reindexing", "embedding_model": model_id, "total": state.total}
+    return ReindexStarted(model_id, state.total)
 
 
 async def _pending(memory: MemoryService, embedder: Embedder) -> dict[str, list[tuple[int, str]]]:
     """Active rows whose vector for ``embedder`` is missing or stale."""
     out: dict[str, list[tuple[int, str]]] = {}
     for owner in ("fact", "observation"):
-        have = await memory.store.vector_hashes(owner, embedder.model_id)
-        rows = await memory.store.texts_to_embed(owner)
+        have = await memory.stores.vectors.hashes(owner, embedder.model_id)
+        rows = await memory.stores.vectors.texts_to_embed(owner)
         out[owner] = [(i, t) for i, t in rows if have.get(i) != text_hash(t)]
     return out
 
@@ -55,7 +61,7 @@ async def _embed_into_table(
         for start in range(0, len(rows), BATCH):
             chunk = rows[start : start + BATCH]
             vectors = await embedder.embed([t for _, t in chunk])
-            await memory.store.put_vectors(
+            await memory.stores.vectors.put(
                 owner, embedder.model_id, [(i, t, vectors[n]) for n, (i, t) in enumerate(chunk)]
             )
             if state is not None:
@@ -68,9 +74,9 @@ async def _run(memory: MemoryService, embedder: Embedder, state: ReindexState) -
         async with memory.write_lock:
             # Rows added or edited while the bulk pass ran.
             await _embed_into_table(memory, embedder, await _pending(memory, embedder), None)
-            memory.space = await load_space(memory.store, embedder)
+            memory.space = await load_space(memory.stores.vectors, embedder)
             await memory.kv.set(config_keys.EMBEDDING_MODEL, embedder.model_id)
-            await memory.store.drop_other_models(embedder.model_id)
+            await memory.stores.vectors.drop_other_models(embedder.model_id)
         state.done = max(state.done, state.total)
         state.status = "completed"
     except asyncio.CancelledError:

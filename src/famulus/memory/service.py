@@ -1,4 +1,5 @@
-"""MemoryService: the memory area's rules (other areas reach it through ``memory.facade.MemoryFacade``).
+"""MemoryService: the memory area's rules, over the stores in ``famulus.store.memory``
+(other areas reach it through ``memory.facade.MemoryFacade``).
 
 It owns the rules that tie rows and indexes together: every write of a fact
 or observation embeds the text and updates the in-memory index before it
@@ -20,12 +21,24 @@ from famulus import config_keys
 from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory.embeddings import LOCAL_MODEL_ID
-from famulus.memory.vectors import EmbedderFactory, ReindexState, Space, load_space
+from famulus.memory.vectors import (
+    EmbedderFactory,
+    ReindexSnapshot,
+    ReindexState,
+    Space,
+    load_space,
+)
 from famulus.store.db import Database
 from famulus.store.kv import KVStore
-from famulus.store.memory import FactRow, MemoryStore, ObservationRow, text_hash
-from famulus.store.memory_admin import MemoryAdminStore
-from famulus.store.memory_extra import MemoryExtraStore
+from famulus.store.memory.admin import AdminStore, Cleared, MemoryStats, TableAudit
+from famulus.store.memory.common import text_hash
+from famulus.store.memory.extraction import ExtractionStore
+from famulus.store.memory.facts import EntityRow, FactRow, FactStore, LinkedFactRow
+from famulus.store.memory.learning import LearningStore
+from famulus.store.memory.observations import ObservationRow, ObservationStore
+from famulus.store.memory.profile import ProfileStore
+from famulus.store.memory.recall import AccessEventRow, RecallStore
+from famulus.store.memory.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +53,78 @@ class Recalled:
     observations: list[tuple[ObservationRow, fusion.Hit]]
 
 
+class Stores:
+    """The memory tables, one store per kind of thing, all on the same database."""
+
+    def __init__(self, db: Database) -> None:
+        self.facts = FactStore(db)
+        self.observations = ObservationStore(db)
+        self.vectors = VectorStore(db)
+        self.profile = ProfileStore(db)
+        self.learning = LearningStore(db)
+        self.recall = RecallStore(db)
+        self.extraction = ExtractionStore(db)
+        self.admin = AdminStore(db)
+
+
+@dataclass(frozen=True)
+class FactDetail:
+    fact: FactRow
+    entities: list[EntityRow]
+    linked_facts: list[LinkedFactRow]
+
+
+@dataclass(frozen=True)
+class ObservationDetail:
+    observation: ObservationRow
+    supporting_facts: list[FactRow]
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Facts or observations against their vectors, full-text index and in-memory index."""
+
+    total: int
+    without_embedding: list[int]
+    stale_embedding: list[int]
+    orphan_embedding: list[int]
+    fts_missing: list[int]
+    fts_orphan: list[int]
+    fts_consistent: bool
+    index_missing: list[int]
+    index_orphan: list[int]
+
+    def healthy(self) -> bool:
+        lists = (
+            self.without_embedding,
+            self.stale_embedding,
+            self.orphan_embedding,
+            self.fts_missing,
+            self.fts_orphan,
+            self.index_missing,
+            self.index_orphan,
+        )
+        return self.fts_consistent and not any(lists)
+
+
+@dataclass(frozen=True)
+class Audit:
+    embedding_model: str
+    facts: Drift
+    observations: Drift
+    orphan_links: int
+    orphan_entity_links: int
+    orphan_observation_links: int
+    reindex: ReindexSnapshot
+    backfill: ReindexSnapshot
+    ok: bool
+
+
 class MemoryService:
-    def __init__(self, db: Database, kv: KVStore, llm_getter: Any) -> None:
+    def __init__(self, db: Database, kv: KVStore, llm_getter: Any, *, budget_chars: int) -> None:
         self.db = db
         self.kv = kv
-        self.store = MemoryStore(db)
-        self.extra = MemoryExtraStore(db)
-        self.admin = MemoryAdminStore(db)
+        self.stores = Stores(db)
         self.factory = EmbedderFactory(llm_getter)
         self.llm_getter = llm_getter
         self.space: Space | None = None
@@ -57,7 +135,7 @@ class MemoryService:
         # Attached by install(): the parts that run models or timers.
         self.jobs: Any = None
         self.learning: Any = None
-        self.budget_chars = 4000
+        self.budget_chars = budget_chars  # the recalled-memory share of the prompt
 
     # -- lifecycle and status ----------------------------------------------
 
@@ -68,7 +146,7 @@ class MemoryService:
         rows not yet embedded are found by full-text search."""
         model = await self.kv.get(config_keys.EMBEDDING_MODEL, LOCAL_MODEL_ID)
         embedder = await self.factory.build_or_local(model)
-        self.space = await load_space(self.store, embedder)
+        self.space = await load_space(self.stores.vectors, embedder)
         self.catch_up = ReindexState(status="running", model=embedder.model_id)
         self.catch_up.task = asyncio.create_task(self._catch_up(self.catch_up))
 
@@ -100,11 +178,11 @@ class MemoryService:
         space = self._space()
         todo: dict[str, list[tuple[int, str]]] = {}
         for owner in ("fact", "observation"):
-            have = await self.store.vector_hashes(owner, space.model_id)
+            have = await self.stores.vectors.hashes(owner, space.model_id)
             in_index = space.index(owner).ids()
             todo[owner] = [
                 (i, t)
-                for i, t in await self.store.texts_to_embed(owner)
+                for i, t in await self.stores.vectors.texts_to_embed(owner)
                 if have.get(i) != text_hash(t) or i not in in_index
             ]
         if progress is not None:
@@ -124,10 +202,12 @@ class MemoryService:
         return self.space is not None
 
     async def enabled(self) -> bool:
-        return bool(await self.kv.get(config_keys.MEMORY_ENABLED, True))
+        key = config_keys.MEMORY_ENABLED
+        return bool(await self.kv.get(key, config_keys.DEFAULTS[key]))
 
     async def dreams_enabled(self) -> bool:
-        return bool(await self.kv.get(config_keys.DREAMS_ENABLED, False))
+        key = config_keys.DREAMS_ENABLED
+        return bool(await self.kv.get(key, config_keys.DEFAULTS[key]))
 
     def _space(self) -> Space:
         if self.space is None:
@@ -140,7 +220,7 @@ class MemoryService:
         if not rows:
             return
         vectors = await space.embedder.embed([t for _, t in rows])
-        await self.store.put_vectors(
+        await self.stores.vectors.put(
             owner, space.model_id, [(i, t, vectors[n]) for n, (i, t) in enumerate(rows)]
         )
         index = space.index(owner)
@@ -166,7 +246,7 @@ class MemoryService:
     ) -> FactRow:
         text = _clean(text)
         async with self.write_lock:
-            row = await self.store.insert_fact(
+            row = await self.stores.facts.insert(
                 text, kind, source_type, source_ref, salience=salience, provenance=provenance
             )
             await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
@@ -178,7 +258,7 @@ class MemoryService:
         active fact are skipped; returns (created, skipped)."""
         cleaned = [(_clean(text), kind) for text, kind in items]
         async with self.write_lock:
-            rows = await self.store.insert_facts(cleaned, "manual")
+            rows = await self.stores.facts.insert_many(cleaned, "manual")
             space = self._space()
             for start in range(0, len(rows), 64):
                 batch = rows[start : start + 64]
@@ -190,11 +270,11 @@ class MemoryService:
         space, vec = await self.embed_query(text)
         hits = space.facts.search(vec, 1)
         if hits and hits[0][1] >= DUPLICATE_COSINE:
-            return await self.store.get_fact(hits[0][0])
+            return await self.stores.facts.get(hits[0][0])
         return None
 
     async def get_fact(self, fact_id: int) -> FactRow:
-        row = await self.store.get_fact(fact_id)
+        row = await self.stores.facts.get(fact_id)
         if row is None:
             raise NotFound(f"No fact with id {fact_id}.")
         return row
@@ -202,7 +282,7 @@ class MemoryService:
     async def update_fact(self, fact_id: int, text: str | None, kind: str | None) -> FactRow:
         current = await self.get_fact(fact_id)
         async with self.write_lock:
-            row = await self.store.update_fact(
+            row = await self.stores.facts.update(
                 fact_id, text=_clean(text) if text is not None else None, kind=kind
             )
             if row is None:  # deleted by a request that ran in between
@@ -213,41 +293,63 @@ class MemoryService:
 
     async def delete_fact(self, fact_id: int) -> None:
         async with self.write_lock:
-            if not await self.store.delete_fact(fact_id):
+            if not await self.stores.facts.delete(fact_id):
                 raise NotFound(f"No fact with id {fact_id}.")
             self._space().facts.remove(fact_id)
 
     async def supersede(self, old_id: int, new_id: int, reason: str) -> None:
         async with self.write_lock:
-            await self.store.supersede(old_id, new_id, reason)
+            await self.stores.facts.supersede(old_id, new_id, reason)
             self._space().facts.remove(old_id)
 
-    async def fact_detail(self, fact_id: int) -> dict[str, Any]:
+    async def list_facts(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        q: str | None = None,
+        kind: str | None = None,
+        source_type: str | None = None,
+        archived: bool = False,
+    ) -> tuple[list[FactRow], int]:
+        """A page of active (or archived) facts, optionally full-text searched."""
+        return await self.stores.facts.page(
+            limit=limit, offset=offset, q=q, kind=kind, source_type=source_type, archived=archived
+        )
+
+    async def fact_detail(self, fact_id: int) -> FactDetail:
         fact = await self.get_fact(fact_id)
-        return {
-            "fact": fact.public(),
-            "entities": await self.store.entities_of(fact_id),
-            "linked_facts": await self.store.linked_facts(fact_id),
-        }
+        return FactDetail(
+            fact,
+            await self.stores.facts.entities_of(fact_id),
+            await self.stores.facts.linked(fact_id),
+        )
 
     # -- observations -------------------------------------------------------
 
     async def add_observation(self, summary: str, fact_ids: list[int]) -> ObservationRow:
         async with self.write_lock:
-            row = await self.store.insert_observation(_clean(summary), fact_ids)
+            row = await self.stores.observations.insert(_clean(summary), fact_ids)
             await self._embed_rows(self._space(), "observation", [(row.id, row.summary)])
         return row
 
     async def get_observation(self, obs_id: int) -> ObservationRow:
-        row = await self.store.get_observation(obs_id)
+        row = await self.stores.observations.get(obs_id)
         if row is None:
             raise NotFound(f"No observation with id {obs_id}.")
         return row
 
+    async def list_observations(self, limit: int, offset: int) -> tuple[list[ObservationRow], int]:
+        return await self.stores.observations.page(limit, offset)
+
+    async def observation_detail(self, obs_id: int) -> ObservationDetail:
+        row = await self.get_observation(obs_id)
+        return ObservationDetail(row, await self.stores.observations.supporting_facts(obs_id))
+
     async def update_observation(self, obs_id: int, summary: str) -> ObservationRow:
         await self.get_observation(obs_id)
         async with self.write_lock:
-            row = await self.store.update_observation(obs_id, _clean(summary))
+            row = await self.stores.observations.update(obs_id, _clean(summary))
             if row is None:  # deleted by a request that ran in between
                 raise NotFound(f"No observation with id {obs_id}.")
             await self._embed_rows(self._space(), "observation", [(row.id, row.summary)])
@@ -255,14 +357,19 @@ class MemoryService:
 
     async def delete_observation(self, obs_id: int) -> None:
         async with self.write_lock:
-            if not await self.store.delete_observation(obs_id):
+            if not await self.stores.observations.delete(obs_id):
                 raise NotFound(f"No observation with id {obs_id}.")
             self._space().observations.remove(obs_id)
 
     # -- recall -------------------------------------------------------------
 
     async def recall(
-        self, query: str, limit: int = 8, obs_limit: int = 4, *, mode: str = "hybrid"
+        self,
+        query: str,
+        limit: int = fusion.LIMIT,
+        obs_limit: int = fusion.OBS_LIMIT,
+        *,
+        mode: str = "hybrid",
     ) -> Recalled:
         """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks)."""
         space = self._space()
@@ -277,11 +384,11 @@ class MemoryService:
             "use_vec": mode != "fts",
             "use_recency": mode == "hybrid",
         }
-        fact_fts, obs_fts = await self.store.fts_facts_and_observations(query, fusion.CANDIDATES)
+        fact_fts, obs_fts = await self.stores.recall.fts_candidates(query, fusion.CANDIDATES)
         fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec)]))
         obs_ids = list(dict.fromkeys([*obs_fts, *(i for i, _ in obs_vec)]))
-        facts = await self.store.facts_by_ids(fact_ids)
-        observations = await self.store.observations_by_ids(obs_ids)
+        facts = await self.stores.facts.by_ids(fact_ids)
+        observations = await self.stores.observations.by_ids(obs_ids)
         fact_hits = fusion.fuse(
             fact_fts, fact_vec, lambda ids: _fact_meta(facts, ids), limit, **flags
         )
@@ -293,39 +400,40 @@ class MemoryService:
             observations=[(observations[h.id], h) for h in obs_hits if h.id in observations],
         )
 
+    async def access_events(self, limit: int) -> list[AccessEventRow]:
+        """The latest recall access events, newest first."""
+        return await self.stores.recall.access_events(limit)
+
     # -- stats, clear, audit -----------------------------------------------
 
-    async def stats(self) -> dict[str, int]:
-        return await self.admin.stats()
+    async def stats(self) -> MemoryStats:
+        return await self.stores.admin.stats()
 
-    async def clear(self) -> dict[str, int]:
+    async def clear(self) -> Cleared:
         async with self.write_lock:
-            deleted = await self.admin.clear()
+            deleted = await self.stores.admin.clear()
             space = self._space()
             space.facts.load([], np.zeros((0, space.facts.dim), dtype=np.float32))
             space.observations.load([], np.zeros((0, space.facts.dim), dtype=np.float32))
         return deleted
 
-    async def audit(self) -> dict[str, Any]:
+    async def audit(self) -> Audit:
         space = self._space()
-        raw = await self.admin.audit(space.model_id)
-        body: dict[str, Any] = {"embedding_model": space.model_id}
-        for owner, key in (("fact", "facts"), ("observation", "observations")):
-            part = raw[key]
-            active = set(part.pop("active_ids", []))
-            index_ids = space.index(owner).ids()
-            part["index_missing"] = sorted(
-                i for i in active if i not in index_ids and i not in part["without_embedding"]
-            )
-            part["index_orphan"] = sorted(i for i in index_ids if i not in active)
-            body[key] = _counts(part)
-        body["orphan_links"] = raw["orphan_links"]
-        body["orphan_entity_links"] = raw["orphan_entity_links"]
-        body["orphan_observation_links"] = raw["orphan_observation_links"]
-        body["reindex"] = self.reindex.public()
-        body["backfill"] = self.catch_up.public()
-        body["ok"] = _healthy(body)
-        return body
+        raw = await self.stores.admin.audit(space.model_id)
+        facts = _drift(raw.facts, space.index("fact").ids())
+        observations = _drift(raw.observations, space.index("observation").ids())
+        orphans = (raw.orphan_links, raw.orphan_entity_links, raw.orphan_observation_links)
+        return Audit(
+            embedding_model=space.model_id,
+            facts=facts,
+            observations=observations,
+            orphan_links=raw.orphan_links,
+            orphan_entity_links=raw.orphan_entity_links,
+            orphan_observation_links=raw.orphan_observation_links,
+            reindex=self.reindex.snapshot(),
+            backfill=self.catch_up.snapshot(),
+            ok=facts.healthy() and observations.healthy() and not any(orphans),
+        )
 
 
 def _clean(text: str) -> str:
@@ -351,27 +459,18 @@ def _obs_meta(rows: dict[int, ObservationRow], ids: list[int]) -> dict[int, fusi
     }
 
 
-def _counts(part: dict[str, Any]) -> dict[str, Any]:
-    """Each drift list becomes a count plus up to 20 example ids a person can open."""
-    out: dict[str, Any] = {}
-    for key, value in part.items():
-        if isinstance(value, list):
-            out[key] = len(value)
-            if value:
-                out[f"{key}_ids"] = value[:20]
-        else:
-            out[key] = value
-    return out
-
-
-def _healthy(body: dict[str, Any]) -> bool:
-    for key in ("facts", "observations"):
-        part = body[key]
-        if not part["fts_consistent"]:
-            return False
-        for name, value in part.items():
-            if name not in ("total", "fts_consistent") and isinstance(value, int) and value:
-                return False
-    return not (
-        body["orphan_links"] or body["orphan_entity_links"] or body["orphan_observation_links"]
+def _drift(table: TableAudit, index_ids: set[int]) -> Drift:
+    """The table's findings plus the in-memory index against the active rows."""
+    active = set(table.active_ids)
+    unembedded = set(table.without_embedding)
+    return Drift(
+        total=len(table.active_ids),
+        without_embedding=table.without_embedding,
+        stale_embedding=table.stale_embedding,
+        orphan_embedding=table.orphan_embedding,
+        fts_missing=table.fts_missing,
+        fts_orphan=table.fts_orphan,
+        fts_consistent=table.fts_consistent,
+        index_missing=sorted(i for i in active if i not in index_ids and i not in unembedded),
+        index_orphan=sorted(i for i in index_ids if i not in active),
     )

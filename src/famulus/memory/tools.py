@@ -13,6 +13,7 @@ from famulus.agent import scope
 from famulus.agent.outcome import failure
 from famulus.agent.toolcache import per_owner
 from famulus.errors import FamulusError, NotFound
+from famulus.memory import recall as fusion
 from famulus.memory.service import FACT_KINDS, MemoryService
 
 # Provenance the agent may claim for what it remembers (never "manual" or
@@ -60,7 +61,7 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
         scope.used("memory")
         return f"Remembered as fact #{row.id}."
 
-    async def recall(query: str, limit: int = 8) -> str:
+    async def recall(query: str, limit: int = fusion.LIMIT) -> str:
         """Search long-term memory for facts and patterns about a topic.
 
         Args:

@@ -24,7 +24,7 @@ from famulus.memory.embeddings import (
     find_model,
 )
 from famulus.memory.index import VectorIndex
-from famulus.store.memory import MemoryStore
+from famulus.store.memory.vectors import VectorStore
 
 
 @dataclass
@@ -41,13 +41,24 @@ class Space:
         return self.facts if owner_type == "fact" else self.observations
 
 
-async def load_space(store: MemoryStore, embedder: Embedder) -> Space:
+async def load_space(store: VectorStore, embedder: Embedder) -> Space:
     space = Space(embedder, VectorIndex(embedder.dimensions), VectorIndex(embedder.dimensions))
     for owner in ("fact", "observation"):
-        ids, matrix = await store.load_vectors(owner, embedder.model_id)
+        ids, matrix = await store.load(owner, embedder.model_id)
         if ids:
             space.index(owner).load(ids, matrix)
     return space
+
+
+@dataclass(frozen=True)
+class ReindexSnapshot:
+    """A re-index or backfill as it stands (``model``/``error`` None when not known)."""
+
+    status: str
+    done: int
+    total: int
+    model: str | None
+    error: str | None
 
 
 @dataclass
@@ -59,13 +70,10 @@ class ReindexState:
     error: str | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    def public(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"status": self.status, "done": self.done, "total": self.total}
-        if self.model:
-            body["embedding_model"] = self.model
-        if self.error:
-            body["error"] = self.error
-        return body
+    def snapshot(self) -> ReindexSnapshot:
+        return ReindexSnapshot(
+            self.status, self.done, self.total, self.model or None, self.error or None
+        )
 
 
 class EmbedderFactory:
