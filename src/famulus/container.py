@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from famulus.auth import FailureThrottle, KeyVerifier
-from famulus.chat.events import EventHub
 from famulus.directives import DirectivesService
+from famulus.events import EventHub
 from famulus.sessions.service import SessionService
 from famulus.settings import Settings
 from famulus.store.db import Database

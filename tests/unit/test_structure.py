@@ -72,6 +72,33 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
+def _every_import(path: Path) -> set[str]:
+    """famulus modules imported anywhere in the file, TYPE_CHECKING and function
+    bodies included: a dependency there is still a dependency of the design."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("famulus"):
+            found.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("famulus")}
+    return found
+
+
+def test_the_chat_area_has_no_cycles_even_for_type_checking() -> None:
+    """A run and the context service do not call back into the run manager, and
+    sessions (which chat builds on) know nothing of chat."""
+    area = [p for p in SRC.rglob("*.py") if p.parent.name in ("chat", "sessions")]
+    graph = {_module(p): _every_import(p) for p in area}
+    assert "famulus.chat.run" in graph and "famulus.sessions.service" in graph
+    cycle = _cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+    for name, deps in graph.items():
+        if name.startswith("famulus.sessions"):
+            assert not {d for d in deps if d.startswith("famulus.chat")}, name
+    for name in ("famulus.chat.run", "famulus.chat.context", "famulus.chat.turns"):
+        assert "famulus.chat.manager" not in graph[name], name
+
+
 def current_schema() -> str:
     """The schema after every migration, one statement per line, sorted."""
     with tempfile.TemporaryDirectory() as tmp:

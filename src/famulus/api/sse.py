@@ -20,9 +20,9 @@ from fastapi.responses import StreamingResponse
 
 from famulus.api.deps import container
 from famulus.api.schemas import MAX_ROW_ID
-from famulus.chat.events import CLOSED, Event, EventHub, Subscription
 from famulus.container import Container
 from famulus.errors import InvalidRequest
+from famulus.events import CLOSED, Event, EventHub, Subscription
 
 router = APIRouter(tags=["chat"])
 

@@ -14,9 +14,10 @@ from famulus.container import Container
 
 def install(app: FastAPI, container: Container) -> None:
     manager = RunManager(container)
-    manager.context = ContextService(manager)
+    context = ContextService(container, manager.turns, manager.busy)
+    manager.turns.compactor = context
     container.extras["chat"] = manager
-    container.extras["context"] = manager.context
+    container.extras["context"] = context
     container.sessions.before_remove.append(manager.session_removed)
     container.sessions.before_clear.append(manager.session_removed)
     container.on_start(manager.recover)

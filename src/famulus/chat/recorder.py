@@ -1,0 +1,107 @@
+"""RunRecorder: where everything a run reports is kept.
+
+A run reports events (persisted, then fanned out by the event hub), history
+rows, the sources its tools used, its end in the run log, and feedback for
+memory. This object holds the stores and services those go to, so the run
+itself needs nothing but its spec, this recorder and the turn builder — and
+never the run manager.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from famulus.chat.queue import QueuedMessage
+from famulus.chat.spec import RunSpec
+from famulus.store.pending import PendingStore
+from famulus.store.runs import RunStore, RunUsageRow
+
+if TYPE_CHECKING:
+    from famulus.container import Container
+
+log = logging.getLogger(__name__)
+
+
+class RunRecorder:
+    def __init__(self, container: Container) -> None:
+        self.c = container
+        self.events = container.events
+        self.sessions = container.sessions
+        self.history = container.sessions.store
+        self.runs = RunStore(container.db)
+        self.pending = PendingStore(container.db)
+
+    # -- events --------------------------------------------------------------
+
+    async def event(self, spec: RunSpec, type_: str, /, **fields: Any) -> None:
+        await self.events.publish(spec.session_id, type_, run_id=spec.run_id, **fields)
+
+    def live(self, spec: RunSpec, type_: str, /, **fields: Any) -> None:
+        self.events.publish_live(spec.session_id, type_, run_id=spec.run_id, **fields)
+
+    # -- history -------------------------------------------------------------
+
+    async def message(self, spec: RunSpec, role: str, text: str, **fields: Any) -> None:
+        await self.history.add_message(spec.session_id, role, text, run_id=spec.run_id, **fields)
+
+    async def queued_to_history(
+        self, spec: RunSpec, message: QueuedMessage, meta: dict[str, Any] | None
+    ) -> None:
+        """A queued message reaches history: its pending row moves in one transaction."""
+        if message.pending_id is not None:
+            await self.pending.to_history(message.pending_id, meta)
+        else:
+            await self.message(spec, "user", message.text, images=message.images, meta=meta)
+
+    async def sources(self, spec: RunSpec) -> None:
+        """Sources the run's tools (and sub-agents) reported using successfully."""
+        for source in spec.scope.take_sources():
+            await self.sessions.add_source(spec.session_id, source)
+
+    # -- the run log ---------------------------------------------------------
+
+    async def started(self, spec: RunSpec) -> None:
+        await self.runs.create(
+            spec.run_id,
+            spec.session_id,
+            model_id=spec.resolved.model_id,
+            skip_approvals=spec.skip_approvals,
+        )
+
+    async def finished(
+        self, spec: RunSpec, status: str, usage: RunUsageRow, error: str | None = None
+    ) -> None:
+        await self.runs.finish(spec.run_id, status, usage, error)
+
+    # -- memory --------------------------------------------------------------
+
+    async def learning_event(
+        self, spec: RunSpec, kind: str, summary: str, data: dict[str, Any]
+    ) -> None:
+        """Feedback for continual learning; a read-only automation's run gives none
+        (it may change nothing, memory included)."""
+        memory = self.c.extras.get("memory")
+        if memory is None or spec.scope.read_only:
+            return
+        try:
+            await memory.record_learning_event(
+                kind, summary, session_id=spec.session_id, run_id=spec.run_id, data=data
+            )
+        except Exception:
+            log.exception("memory.record_learning_event failed")
+
+    async def memory_after_run(self, spec: RunSpec) -> None:
+        """Memory learns from the finished run; its failure never fails the run."""
+        memory = self.c.extras.get("memory")
+        if memory is None:
+            return
+        try:
+            await memory.on_run_finished(
+                spec.session_id,
+                spec.run_id,
+                read_only=spec.scope.read_only,
+                automation_id=spec.scope.automation_id,
+            )
+        except Exception:
+            log.exception("memory.on_run_finished failed")
