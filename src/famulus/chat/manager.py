@@ -130,11 +130,7 @@ class RunManager:
         current = self.foreground.get(session.session_id)
         if current is not None and current.accepting:
             return await self._queue(current, queued, inp)
-        run_id = new_run_id()
-        await self.history.add_message(
-            session.session_id, "user", inp.message, run_id=run_id, images=inp.images
-        )
-        run = await self._start(run_id, session.session_id, session.name, resolved, queued, inp)
+        run = await self._start(session.session_id, session.name, resolved, queued, inp)
         return Submitted(run.id, session.session_id, False)
 
     async def _queue(self, current: Run, queued: QueuedMessage, inp: ChatInput) -> Submitted:
@@ -151,15 +147,16 @@ class RunManager:
 
     async def _start(
         self,
-        run_id: str,
         session_id: str,
         session_name: str,
         resolved: ResolvedModel,
         first: QueuedMessage,
         inp: ChatInput,
     ) -> Run:
+        """Record the person's message, the run and ``run_started`` (one write), then
+        drive the run in its own task."""
         spec = RunSpec(
-            run_id=run_id,
+            run_id=new_run_id(),
             session_id=session_id,
             session_name=session_name,
             resolved=resolved,
@@ -171,7 +168,7 @@ class RunManager:
             ),
         )
         run = Run(spec, self.recorder, self.turns)
-        await self.recorder.started(spec)
+        await self.recorder.started(spec, inp.message, inp.images)
         self.active[run.id] = run
         self.foreground[session_id] = run
         run.task = asyncio.create_task(self._drive(run), name=f"famulus-run-{run.id}")

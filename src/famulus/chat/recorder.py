@@ -61,18 +61,48 @@ class RunRecorder:
 
     # -- the run log ---------------------------------------------------------
 
-    async def started(self, spec: RunSpec) -> None:
-        await self.runs.create(
-            spec.run_id,
+    async def started(
+        self, spec: RunSpec, message: str, images: list[dict[str, str]] | None
+    ) -> None:
+        """The person's message, the run's row and ``run_started``: one transaction,
+        so the event is out after a single trip to the writer."""
+        ops = [
+            self.history.message_op(
+                spec.session_id, "user", message, run_id=spec.run_id, images=images
+            ),
+            self.runs.create_op(
+                spec.run_id,
+                spec.session_id,
+                model_id=spec.resolved.model_id,
+                skip_approvals=spec.skip_approvals,
+            ),
+        ]
+        await self.events.publish_with(
+            ops,
             spec.session_id,
-            model_id=spec.resolved.model_id,
+            "run_started",
+            run_id=spec.run_id,
+            session_id=spec.session_id,
+            session_name=spec.session_name,
             skip_approvals=spec.skip_approvals,
         )
 
-    async def finished(
-        self, spec: RunSpec, status: str, usage: RunUsageRow, error: str | None = None
+    async def ended(
+        self,
+        spec: RunSpec,
+        outcome: tuple[str, RunUsageRow, str | None],
+        events: list[tuple[str, dict[str, Any]]],
     ) -> None:
-        await self.runs.finish(spec.run_id, status, usage, error)
+        """The run's end (status, usage, error) in the run log together with the
+        first event that reports it, then the other events in order."""
+        status, usage, error = outcome
+        (first, fields), *rest = events
+        finish = self.runs.finish_op(spec.run_id, status, usage, error)
+        await self.events.publish_with(
+            [finish], spec.session_id, first, run_id=spec.run_id, **fields
+        )
+        for type_, more in rest:
+            await self.event(spec, type_, **more)
 
     # -- memory --------------------------------------------------------------
 

@@ -215,13 +215,8 @@ class Run:
         return False
 
     async def _execute(self) -> None:
+        """Drive the agent (``run_started`` was recorded when the run was started)."""
         spec = self.spec
-        await self.emit(
-            "run_started",
-            session_id=spec.session_id,
-            session_name=spec.session_name,
-            skip_approvals=spec.skip_approvals,
-        )
         prepared = await self.turns.for_run(spec)
         self.deps = AgentDeps(
             sink=self,
@@ -244,13 +239,9 @@ class Run:
         self.state = RunState.FINISHING
         self.usage = result.usage
         usage = usage_row(result.usage, spec.resolved)
-        await self.recorder.finished(spec, "finished", usage)
-        if self.backgrounded:
-            await self.emit(
-                "background_task", task_id=spec.run_id, command=spec.command, status="completed"
-            )
-            await self.recorder.event(spec, "text", content=result.output, depth=0)
-        await self.emit("run_finished", usage=usage.__dict__)
+        events = self._background_events("completed", result.output, always_text=True)
+        events.append(("run_finished", {"usage": usage.__dict__}))
+        await self.recorder.ended(spec, ("finished", usage, None), events)
 
     async def _save_partial(self) -> str:
         """Keep the text streamed so far and the queued messages never taken in."""
@@ -262,13 +253,23 @@ class Run:
             await self.recorder.queued_to_history(self.spec, message, {"unanswered": True})
         return partial
 
-    async def _background_ended(self, status: str, partial: str) -> None:
-        """A backgrounded run's end, with what it said so far delivered like a result."""
-        await self.emit(
-            "background_task", task_id=self.id, command=self.spec.command, status=status
-        )
-        if partial:
-            await self.recorder.event(self.spec, "text", content=partial, depth=0)
+    def _background_events(
+        self, status: str, text: str, *, always_text: bool = False
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """A backgrounded run's end, with what it said delivered like a result
+        (none for a run in the foreground: its progress was shown as it came).
+        A completed run always delivers its result; a stopped one only text it had."""
+        if not self.backgrounded:
+            return []
+        events: list[tuple[str, dict[str, Any]]] = [
+            (
+                "background_task",
+                {"task_id": self.id, "command": self.spec.command, "status": status},
+            )
+        ]
+        if text or always_text:
+            events.append(("text", {"content": text, "depth": 0}))
+        return events
 
     def _usage_so_far(self) -> RunUsageRow:
         usage = self._agent_run.usage if self._agent_run is not None else self.usage
@@ -279,15 +280,13 @@ class Run:
         partial = await self._save_partial()
         usage = self._usage_so_far()
         if self.stop_status == "interrupted":
-            await self.recorder.finished(self.spec, "interrupted", usage, SHUTDOWN_MESSAGE)
-            if self.backgrounded:
-                await self._background_ended("failed", partial)
-            await self.emit("run_error", message=SHUTDOWN_MESSAGE, recoverable=False)
+            events = self._background_events("failed", partial)
+            events.append(("run_error", {"message": SHUTDOWN_MESSAGE, "recoverable": False}))
+            await self.recorder.ended(self.spec, ("interrupted", usage, SHUTDOWN_MESSAGE), events)
             return
-        await self.recorder.finished(self.spec, "cancelled", usage)
-        if self.backgrounded:
-            await self._background_ended("cancelled", partial)
-        await self.emit("run_cancelled")
+        events = self._background_events("cancelled", partial)
+        events.append(("run_cancelled", {}))
+        await self.recorder.ended(self.spec, ("cancelled", usage, None), events)
 
     async def _failed(self, exc: Exception) -> None:
         failure = describe(exc, self.spec.resolved)
@@ -300,7 +299,10 @@ class Run:
         log.debug("run %s failure detail", self.id, exc_info=exc)
         self.state = RunState.ENDING
         partial = await self._save_partial()
-        await self.recorder.finished(self.spec, "failed", self._usage_so_far(), failure.message)
-        if self.backgrounded:
-            await self._background_ended("failed", partial)
-        await self.emit("run_error", message=failure.message, recoverable=failure.recoverable)
+        events = self._background_events("failed", partial)
+        events.append(
+            ("run_error", {"message": failure.message, "recoverable": failure.recoverable})
+        )
+        await self.recorder.ended(
+            self.spec, ("failed", self._usage_so_far(), failure.message), events
+        )
