@@ -11,8 +11,12 @@ own SSE stream, it measures:
 - server CPU per turn (utime + stime of the server process from
   /proc/<pid>/stat, before and after all turns of that level);
 - cold start (process spawned → GET /health answers 200);
-- RSS at idle (after start, before any turn) and after the first turn (the
-  local embedding model is then loaded: recall embeds the query).
+- RSS at idle (after start, before any turn), after two warm-up turns, and
+  once the local embedding model is loaded (one fact embedded).
+
+Memory extraction is held off (it would call the echo model as the memory
+model); recall, memory's prompt context and its after-run bookkeeping run as
+usual.
 
 The bench client shares the machine with the server, so both compete for the
 same cores; compare figures taken in the same conditions.
@@ -92,6 +96,10 @@ def start_server(home: Path) -> Server:
         "FAMULUS_HOST": "127.0.0.1",
         "FAMULUS_API_KEY": KEY,
         "FAMULUS_LOG_LEVEL": "warning",
+        # Memory extraction would ask the echo model too (after 20 messages in a
+        # session, every turn while its answer cannot be parsed): not the chat path.
+        "FAMULUS_MEMORY_EXTRACT_AFTER_MESSAGES": "1000000",
+        "FAMULUS_MEMORY_QUIET_S": "3600",
     }
     log = home.parent / "serve.log"
     t0 = time.monotonic()
@@ -119,6 +127,12 @@ class Stream:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def read(self, http: httpx.AsyncClient, opened: asyncio.Event) -> None:
+        try:
+            await self._read(http, opened)
+        except httpx.HTTPError as exc:  # the turn waiting on it times out and says so
+            print(f"stream of {self.session_id} dropped: {exc!r}", file=sys.stderr)
+
+    async def _read(self, http: httpx.AsyncClient, opened: asyncio.Event) -> None:
         url = f"/chat/events/{self.session_id}"
         params = {"stream": "true", "after": "0"}
         async with http.stream("GET", url, params=params, timeout=None) as response:
