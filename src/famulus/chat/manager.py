@@ -103,6 +103,7 @@ class RunManager:
         self.pending = self.recorder.pending
         self.active: dict[str, Run] = {}  # run_id -> live run
         self.foreground: dict[str, Run] = {}  # session_id -> its foreground run
+        self.starting: dict[str, str] = {}  # session_id -> run whose start is being written
 
     def busy(self, session_id: str) -> bool:
         """A run in the session still takes messages (compaction must wait)."""
@@ -168,7 +169,13 @@ class RunManager:
             ),
         )
         run = Run(spec, self.recorder, self.turns)
-        await self.recorder.started(spec, inp.message, inp.images)
+        # A stream joining while run_started is written replays from it.
+        self.starting[session_id] = spec.run_id
+        try:
+            await self.recorder.started(spec, inp.message, inp.images)
+        finally:
+            if self.starting.get(session_id) == spec.run_id:
+                del self.starting[session_id]
         self.active[run.id] = run
         self.foreground[session_id] = run
         run.task = asyncio.create_task(self._drive(run), name=f"famulus-run-{run.id}")
@@ -187,7 +194,9 @@ class RunManager:
         is sent it from its start). Backgrounded runs are reported by
         ``background_task`` events and are not replayed."""
         run = self.foreground.get(session_id)
-        return [run.id] if run is not None and not run.backgrounded else []
+        ids = [run.id] if run is not None and not run.backgrounded else []
+        starting = self.starting.get(session_id)
+        return ids + ([starting] if starting is not None else [])
 
     # -- control -------------------------------------------------------------
 
