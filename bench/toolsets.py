@@ -30,7 +30,7 @@ async def main(runs: int) -> None:
             areas = await c.core.hooks.agent_toolsets()
             time_toolset()
             directives_toolset(c.directives)
-            _research(chat.resolve_research, tuple(read_only(areas)))
+            _research(chat.turns.resolve_research, tuple(read_only(areas)))
         per_turn = (time.process_time() - t0) / runs * 1000
     print(f"toolsets per chat turn: {per_turn:.3f} ms CPU ({runs} turns)")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from famulus.chat.events import EventHub
 from famulus.directives import DirectivesService
+from famulus.events import EventHub
 from famulus.hooks import Hooks
 from famulus.sessions.service import SessionService
 from famulus.settings import Settings

@@ -22,10 +22,10 @@ from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
 from famulus.chat.context import ContextService
-from famulus.chat.events import EventHub
 from famulus.chat.manager import RunManager
 from famulus.core import Core, build_core
 from famulus.directives import DirectivesService
+from famulus.events import EventHub
 from famulus.hooks import ToolsetProvider
 from famulus.integrations import calendar_tools, mail_tools, web_tools
 from famulus.integrations.web import WebService
@@ -200,7 +200,8 @@ def _chat(
     core: Core, llm: LLMService, memory: MemoryFacade, skills: SkillRegistry
 ) -> tuple[RunManager, ContextService]:
     manager = RunManager(core, llm, memory, skills)
-    context = manager.context = ContextService(manager)
+    context = ContextService(core, manager.turns, manager.busy)
+    manager.turns.compactor = context
     core.hooks.before_remove.append(manager.session_removed)
     core.hooks.before_clear.append(manager.session_removed)
     core.hooks.on_start(manager.recover)

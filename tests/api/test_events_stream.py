@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -204,3 +205,51 @@ def test_joining_mid_run_without_a_cursor_gets_the_run_so_far(live: tuple[str, o
     assert events[0].event == "run_started" and events[0].data["run_id"] == run_id
     assert events[0].id == 2  # the rename before the run is not sent again
     assert all(e.data.get("run_id") == run_id for e in events)
+
+
+def test_a_stream_joining_while_run_started_is_written_gets_it(
+    live: tuple[str, object],
+) -> None:
+    """run_started is written with the run's row at submit; a stream without a
+    cursor that joins after that write but before the run is registered must
+    still start at run_started (the run counts as in progress while starting)."""
+    from typing import Any
+
+    from tests.support.chat_models import install_model, scripted
+
+    base, app = live
+    c: Any = app.state.container  # type: ignore[attr-defined]
+    install_model(app, scripted("Hello"))
+    written, release = threading.Event(), threading.Event()
+    original = c.events.store.append
+
+    async def gated(session_id: str, type_: str, data: dict[str, Any], **kw: Any) -> Any:
+        row = await original(session_id, type_, data, **kw)
+        if type_ == "run_started":  # committed; not yet fanned out, run not registered
+            written.set()
+            await asyncio.to_thread(release.wait, 10)
+        return row
+
+    c.events.store.append = gated
+    with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+        sid = new_session_sync(http)
+        posted: list[httpx.Response] = []
+        poster = threading.Thread(
+            target=lambda: posted.append(
+                http.post("/chat/message", json={"message": "hi", "session_id": sid})
+            )
+        )
+        poster.start()
+        assert written.wait(10)
+        received: list = []
+        reader = threading.Thread(
+            target=lambda: received.extend(collect(http, f"/chat/events/{sid}", 1))
+        )
+        reader.start()
+        time.sleep(0.3)  # the stream has chosen where it starts
+        release.set()
+        poster.join(10)
+        reader.join(10)
+    assert posted and posted[0].status_code == 202
+    assert [e.event for e in received] == ["run_started"]
+    assert received[0].data["run_id"] == posted[0].json()["run_id"]

@@ -121,6 +121,23 @@ def test_the_import_finder_finds_imports_inside_functions(tmp_path: Path) -> Non
     assert _every_import(source) == {"fastapi", "starlette.types"}
 
 
+def test_the_chat_area_has_no_cycles_even_for_type_checking() -> None:
+    """A run and the context service do not call back into the run manager, and
+    sessions (which chat builds on) know nothing of chat. Imports under
+    TYPE_CHECKING and in function bodies count here: they are still a
+    dependency of the design."""
+    area = [p for p in SRC.rglob("*.py") if p.parent.name in ("chat", "sessions")]
+    graph = {_module(p): {m for m in _every_import(p) if m.startswith("famulus")} for p in area}
+    assert "famulus.chat.run" in graph and "famulus.sessions.service" in graph
+    cycle = _cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+    for name, deps in graph.items():
+        if name.startswith("famulus.sessions"):
+            assert not {d for d in deps if d.startswith("famulus.chat")}, name
+    for name in ("famulus.chat.run", "famulus.chat.context", "famulus.chat.turns"):
+        assert "famulus.chat.manager" not in graph[name], name
+
+
 def current_schema() -> str:
     """The schema after every migration, one statement per line, sorted."""
     with tempfile.TemporaryDirectory() as tmp:

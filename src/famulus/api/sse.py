@@ -20,8 +20,8 @@ from fastapi.responses import StreamingResponse
 
 from famulus.api.deps import container
 from famulus.api.schemas import MAX_ROW_ID
-from famulus.chat.events import CLOSED, Event, EventHub, Subscription
 from famulus.errors import InvalidRequest
+from famulus.events import CLOSED, Event, EventHub, Subscription
 from famulus.wiring import Container
 
 router = APIRouter(tags=["chat"])

@@ -13,8 +13,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from famulus.chat.events import EventHub
 from famulus.chat.manager import ChatInput, RunManager
+from famulus.events import EventHub
 
 READ_ONLY = "This automation is not writable; it may not modify data. Continue without this action."
 TIMEOUT_S = 600.0

@@ -17,19 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic_ai.models.test import TestModel
 
 from famulus.agent import compaction
-from famulus.agent.factory import Prepared, prepare
+from famulus.agent.factory import Prepared
+from famulus.chat.turns import TurnBuilder
+from famulus.core import Core
 from famulus.errors import Conflict, NotConfigured, UpstreamError
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
-
-if TYPE_CHECKING:
-    from famulus.chat.manager import RunManager
 
 log = logging.getLogger(__name__)
 
@@ -65,25 +64,26 @@ class CompactResult:
 
 
 class ContextService:
-    def __init__(self, manager: RunManager) -> None:
-        self.manager = manager
-        self.c = manager.c
+    """``busy(session_id)``: a run in the session still takes messages, so
+    compacting now would fold history under its feet."""
+
+    def __init__(self, core: Core, turns: TurnBuilder, busy: Callable[[str], bool]) -> None:
+        self.c = core
+        self.turns = turns
+        self.busy = busy
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         # Sessions whose last compaction freed too little (in memory: after a
         # restart the next automatic compaction simply runs once more).
         self._ineffective: set[str] = set()
 
     async def _prepared(self, session_id: str, resolved: ResolvedModel) -> Prepared:
-        session = await self.c.sessions.get(session_id)
-        rows = await self.c.sessions.store.messages(session_id)
-        inputs = await self.manager.inputs(await self.c.directives.get())
-        return await prepare(inputs, resolved, session, rows, query="")
+        return await self.turns.prepared(session_id, resolved)
 
     async def report(self, session_id: str | None) -> ContextReport:
         """Without a chat model the usage is still measured; model and limit are null."""
         session = await self.c.sessions.current(session_id)
         try:
-            resolved: ResolvedModel | None = await self.manager.resolve("chat")
+            resolved: ResolvedModel | None = await self.turns.resolve("chat")
         except NotConfigured:
             resolved = None
         prepared = await self._prepared(session.session_id, resolved or _NO_MODEL)
@@ -97,13 +97,12 @@ class ContextService:
 
     async def compact(self, session_id: str | None) -> CompactResult:
         session = await self.c.sessions.current(session_id)
-        run = self.manager.foreground.get(session.session_id)
-        if run is not None and run.accepting:
+        if self.busy(session.session_id):
             raise Conflict(
                 "A run is active in this session; compact after it finishes or cancel it."
             )
         try:
-            resolved = await self.manager.resolve("chat")
+            resolved = await self.turns.resolve("chat")
         except NotConfigured:
             # Nothing to fold needs no model; otherwise the summary does.
             result = await self._nothing_to_compact(session.session_id)

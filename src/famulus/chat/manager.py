@@ -8,6 +8,10 @@ Rules it holds:
   waits up to ``CANCEL_WAIT_S`` for it to record what was said;
 - at shutdown, live runs are stopped like a cancel but recorded as interrupted;
 - at start-up, runs left 'running' by a dead process are marked interrupted.
+
+The manager only starts, finds and stops runs. What a turn needs (models,
+prompt, toolsets) comes from the ``TurnBuilder``, and what a run reports goes
+to the ``RunRecorder``; the run is given both and never calls back here.
 """
 
 from __future__ import annotations
@@ -18,29 +22,24 @@ import binascii
 import logging
 import secrets
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
-from famulus.agent.factory import AgentInputs, Prepared, prepare
 from famulus.agent.scope import RunScope
 from famulus.agent.sink import Decision
 from famulus.chat.ports import ChatMemory, Models
 from famulus.chat.queue import QueuedMessage
+from famulus.chat.recorder import RunRecorder
 from famulus.chat.run import SHUTDOWN_MESSAGE, Run
 from famulus.chat.skills import SkillPrompts, parse_invocation
+from famulus.chat.spec import COMMAND_CHARS, RunSpec
+from famulus.chat.turns import TurnBuilder
 from famulus.core import Core
-from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
-from famulus.llm.types import ResolvedModel, Role
-from famulus.store.pending import PendingStore
-from famulus.store.runs import RunStore
-
-if TYPE_CHECKING:
-    from famulus.chat.context import ContextService
+from famulus.errors import Conflict, InvalidRequest, NotFound
+from famulus.llm.types import ResolvedModel
 
 log = logging.getLogger(__name__)
 
 CANCEL_WAIT_S = 1.0
 STOP_WAIT_S = 3.0  # server shutdown: all runs together
-AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
@@ -96,27 +95,21 @@ class RunManager:
         self, core: Core, models: Models, memory: ChatMemory, skills: SkillPrompts
     ) -> None:
         self.c = core
-        self.models = models
-        self.memory = memory
         self.skills = skills
+        self.turns = TurnBuilder(core, models, memory)
+        self.recorder = RunRecorder(core, memory)
         self.events = core.events
         self.history = core.sessions.store
-        self.runs = RunStore(core.db)
-        self.pending = PendingStore(core.db)
+        self.runs = self.recorder.runs
+        self.pending = self.recorder.pending
         self.active: dict[str, Run] = {}  # run_id -> live run
         self.foreground: dict[str, Run] = {}  # session_id -> its foreground run
-        self.context: ContextService | None = None
+        self.starting: dict[str, str] = {}  # session_id -> run whose start is being written
 
-    # -- models --------------------------------------------------------------
-
-    async def resolve(self, role: Role) -> ResolvedModel:
-        return await self.models.resolve(role)
-
-    async def resolve_research(self) -> ResolvedModel:
-        try:
-            return await self.resolve("research")
-        except NotConfigured:
-            return await self.resolve("chat")
+    def busy(self, session_id: str) -> bool:
+        """A run in the session still takes messages (compaction must wait)."""
+        run = self.foreground.get(session_id)
+        return run is not None and run.accepting
 
     # -- submit --------------------------------------------------------------
 
@@ -133,17 +126,13 @@ class RunManager:
             if found is None:
                 raise NotFound(f"Unknown skill '/{invocation[0]}'. List skills with GET /skills.")
             prompt_text = found
-        resolved = await self.resolve("chat")
+        resolved = await self.turns.resolve("chat")
         check_images(inp.images, resolved)
         queued = QueuedMessage(prompt_text, inp.images, inp.client_id)
         current = self.foreground.get(session.session_id)
         if current is not None and current.accepting:
             return await self._queue(current, queued, inp)
-        run_id = new_run_id()
-        await self.history.add_message(
-            session.session_id, "user", inp.message, run_id=run_id, images=inp.images
-        )
-        run = await self._start(run_id, session.session_id, session.name, resolved, queued, inp)
+        run = await self._start(session.session_id, session.name, resolved, queued, inp)
         return Submitted(run.id, session.session_id, False)
 
     async def _queue(self, current: Run, queued: QueuedMessage, inp: ChatInput) -> Submitted:
@@ -160,71 +149,55 @@ class RunManager:
 
     async def _start(
         self,
-        run_id: str,
         session_id: str,
         session_name: str,
         resolved: ResolvedModel,
         first: QueuedMessage,
         inp: ChatInput,
     ) -> Run:
-        run = Run(
-            self,
-            run_id=run_id,
+        """Record the person's message, the run and ``run_started`` (one write), then
+        drive the run in its own task."""
+        spec = RunSpec(
+            run_id=new_run_id(),
             session_id=session_id,
             session_name=session_name,
             resolved=resolved,
             prompt=first.content(),
             skip_approvals=inp.skip_approvals,
-            command=inp.message,
-            run_scope=RunScope(
+            command=inp.message[:COMMAND_CHARS],
+            scope=RunScope(
                 origin=inp.origin, read_only=inp.read_only, automation_id=inp.automation_id
             ),
         )
-        await self.runs.create(
-            run.id, session_id, model_id=resolved.model_id, skip_approvals=inp.skip_approvals
-        )
+        run = Run(spec, self.recorder, self.turns)
+        # A stream joining while run_started is written replays from it.
+        self.starting[session_id] = spec.run_id
+        try:
+            await self.recorder.started(spec, inp.message, inp.images)
+        finally:
+            if self.starting.get(session_id) == spec.run_id:
+                del self.starting[session_id]
         self.active[run.id] = run
         self.foreground[session_id] = run
-        run.task = asyncio.create_task(run.main(), name=f"famulus-run-{run.id}")
+        run.task = asyncio.create_task(self._drive(run), name=f"famulus-run-{run.id}")
         return run
 
-    async def prepare(self, run: Run) -> Prepared:
-        """Assemble the agent; compact first when the session nears the model's limit."""
-        prepared = await self._prepare(run)
-        estimate = prepared.estimate_tokens(run.command)
-        near_limit = estimate > AUTO_COMPACT_AT * run.resolved.context_window
-        if (
-            near_limit
-            and self.context is not None
-            and await self.context.auto_compact(run.session_id, run.resolved, run_id=run.id)
-        ):
-            prepared = await self._prepare(run)
-        return prepared
-
-    async def _prepare(self, run: Run) -> Prepared:
-        session = await self.c.sessions.get(run.session_id)
-        rows = await self.history.messages(run.session_id)
-        rows = [r for r in rows if r.run_id != run.id]  # this run's prompt is sent separately
-        query = run.prompt if isinstance(run.prompt, str) else run.command
-        inputs = await self.inputs(await self.c.directives.get())
-        return await prepare(inputs, run.resolved, session, rows, query)
-
-    async def inputs(self, directives: str) -> AgentInputs:
-        return AgentInputs(
-            directives=directives,
-            timezone_setting=self.c.settings.timezone,
-            memory=self.memory,
-            directives_service=self.c.directives,
-            resolve_research=self.resolve_research,
-            extra_toolsets=await self.c.hooks.agent_toolsets(),
-        )
+    async def _drive(self, run: Run) -> None:
+        """The run's task: the run itself, then what follows a finished run."""
+        try:
+            if await run.main():
+                await self.after_finish(run)
+        finally:
+            self.run_done(run)
 
     def in_progress(self, session_id: str) -> list[str]:
         """The session's foreground run, if one is going (a stream joining now
         is sent it from its start). Backgrounded runs are reported by
         ``background_task`` events and are not replayed."""
         run = self.foreground.get(session_id)
-        return [run.id] if run is not None and not run.backgrounded else []
+        ids = [run.id] if run is not None and not run.backgrounded else []
+        starting = self.starting.get(session_id)
+        return ids + ([starting] if starting is not None else [])
 
     # -- control -------------------------------------------------------------
 
@@ -250,7 +223,7 @@ class RunManager:
             "background_task",
             run_id=run.id,
             task_id=run.id,
-            command=run.command,
+            command=run.spec.command,
             status="started",
         )
 
@@ -300,38 +273,22 @@ class RunManager:
             del self.foreground[run.session_id]
 
     async def after_finish(self, run: Run) -> None:
-        try:
-            await self.memory.on_run_finished(
-                run.session_id,
-                run.id,
-                read_only=run.scope.read_only,
-                automation_id=run.scope.automation_id,
-            )
-        except Exception:
-            log.exception("memory.on_run_finished failed")
+        await self.recorder.memory_after_run(run.spec)
         leftovers = run.undelivered()
         if leftovers:  # arrived after the last turn boundary: answer them in a new run
             self.run_done(run)
             for left in leftovers:
                 await self.submit(
                     ChatInput(
-                        left.text, run.session_id, left.images, run.skip_approvals, left.client_id
+                        left.text,
+                        run.session_id,
+                        left.images,
+                        run.spec.skip_approvals,
+                        left.client_id,
                     )
                 )
                 if left.pending_id is not None:  # now in history through the new run
                     await self.pending.drop(left.pending_id)
-
-    async def learning_event(self, kind: str, summary: str, run: Run, data: dict[str, Any]) -> None:
-        """Feedback for continual learning; a read-only automation's run gives none
-        (it may change nothing, memory included)."""
-        if run.scope.read_only:
-            return
-        try:
-            await self.memory.record_learning_event(
-                kind, summary, session_id=run.session_id, run_id=run.id, data=data
-            )
-        except Exception:
-            log.exception("memory.record_learning_event failed")
 
     async def session_removed(self, session_id: str) -> None:
         for run in [r for r in self.active.values() if r.session_id == session_id]:
@@ -359,7 +316,7 @@ class RunManager:
         for run in list(self.active.values()):
             if run.task is not None and not run.task.done():
                 if not run.ending:
-                    run.shutdown = True
+                    run.stop_status = "interrupted"
                     run.task.cancel()
                 tasks.add(run.task)
         if not tasks:

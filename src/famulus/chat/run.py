@@ -5,13 +5,18 @@ event and, for the main agent, a history row written the moment the message
 is complete (the user message is written at submit, so a crash loses at most
 the message being generated). A backgrounded run keeps going but its progress
 events are replaced by ``background_task`` events.
+
+A run is built from its spec, a ``RunRecorder`` (where reports are kept) and a
+``TurnBuilder`` (how its agent is assembled); it knows nothing of the run
+manager, which starts it and learns of its end by awaiting ``main()``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -22,15 +27,14 @@ from famulus.agent import scope
 from famulus.agent.driver import drive, result_text
 from famulus.agent.factory import RUN_LIMITS
 from famulus.agent.failures import describe
-from famulus.agent.scope import RunScope
 from famulus.agent.secret_args import public_args
 from famulus.agent.sink import AgentDeps, Decision
 from famulus.chat.queue import QueuedMessage
+from famulus.chat.recorder import RunRecorder
+from famulus.chat.spec import RunSpec
+from famulus.chat.turns import TurnBuilder
 from famulus.llm.types import ResolvedModel
 from famulus.store.runs import RunUsageRow
-
-if TYPE_CHECKING:
-    from famulus.chat.manager import RunManager
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +42,6 @@ log = logging.getLogger(__name__)
 PROGRESS_EVENTS = frozenset(
     {"thinking", "reasoning", "text_delta", "text", "tool_call", "tool_result"}
 )
-COMMAND_CHARS = 200
 SHUTDOWN_MESSAGE = (
     "The server stopped while this run was in progress; what was said before is kept."
 )
@@ -55,34 +58,27 @@ def usage_row(usage: RunUsage, model: ResolvedModel) -> RunUsageRow:
     )
 
 
+class RunState(enum.Enum):
+    """Where a run is in its life; only RUNNING takes queued messages."""
+
+    RUNNING = "running"  # the agent loop goes on; new messages join it
+    FINISHING = "finishing"  # the loop ended; the result is being recorded
+    ENDING = "ending"  # stopped or failed; recording that (a further cancel would cut it short)
+    DONE = "done"
+
+
 class Run:
-    def __init__(
-        self,
-        manager: RunManager,
-        *,
-        run_id: str,
-        session_id: str,
-        session_name: str,
-        resolved: ResolvedModel,
-        prompt: Any,
-        skip_approvals: bool,
-        command: str,
-        run_scope: RunScope | None = None,
-    ) -> None:
-        self.manager = manager
-        self.id = run_id
-        self.session_id = session_id
-        self.session_name = session_name
-        self.resolved = resolved
-        self.prompt = prompt
-        self.skip_approvals = skip_approvals
-        self.command = command[:COMMAND_CHARS]
-        self.scope = run_scope or RunScope()
+    def __init__(self, spec: RunSpec, recorder: RunRecorder, turns: TurnBuilder) -> None:
+        self.spec = spec
+        self.recorder = recorder
+        self.turns = turns
+        self.state = RunState.RUNNING
+        # Out of the foreground: progress events are replaced by background_task ones.
+        # Independent of the state: a backgrounded run still runs, finishes or ends.
         self.backgrounded = False
-        self.accepting = True  # False once the agent loop ended: new messages start a new run
-        self.shutdown = False
-        self.ending = False  # recording its end: a further cancel would cut that short
-        self.task: asyncio.Task[None] | None = None
+        # How a cancelled task is recorded: "interrupted" when the server stops.
+        self.stop_status = "cancelled"
+        self.task: asyncio.Task[None] | None = None  # the manager's task around main()
         self.usage = RunUsage()
         self._agent_run: AgentRun[AgentDeps, str] | None = None
         self._early: list[QueuedMessage] = []
@@ -90,16 +86,33 @@ class Run:
         self.approvals: dict[str, asyncio.Future[Decision]] = {}
         self.deps: AgentDeps | None = None
 
+    @property
+    def id(self) -> str:
+        return self.spec.run_id
+
+    @property
+    def session_id(self) -> str:
+        return self.spec.session_id
+
+    @property
+    def accepting(self) -> bool:
+        """New messages join this run (else they start a new one)."""
+        return self.state is RunState.RUNNING
+
+    @property
+    def ending(self) -> bool:
+        return self.state is RunState.ENDING
+
     # -- EventSink -----------------------------------------------------------
 
     async def emit(self, type_: str, /, **fields: Any) -> None:
         if self.backgrounded and type_ in PROGRESS_EVENTS:
             return
-        await self.manager.events.publish(self.session_id, type_, run_id=self.id, **fields)
+        await self.recorder.event(self.spec, type_, **fields)
 
     def emit_live(self, type_: str, /, **fields: Any) -> None:
         if not self.backgrounded:
-            self.manager.events.publish_live(self.session_id, type_, run_id=self.id, **fields)
+            self.recorder.live(self.spec, type_, **fields)
 
     async def response_complete(self, response: ModelResponse) -> None:
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
@@ -109,49 +122,41 @@ class Run:
             if isinstance(p, ToolCallPart)
         ]
         if text or calls:
-            await self.manager.history.add_message(
-                self.session_id, "assistant", text, run_id=self.id, tool_calls=calls or None
-            )
+            await self.recorder.message(self.spec, "assistant", text, tool_calls=calls or None)
 
     async def tool_returned(self, part: ToolReturnPart, *, error: bool) -> None:
         text = result_text(part)
-        await self.manager.history.add_message(
-            self.session_id,
+        await self.recorder.message(
+            self.spec,
             "tool",
             text,
-            run_id=self.id,
             tool_call_id=part.tool_call_id,
             tool_name=part.tool_name,
             meta={"error": True} if error else None,
         )
-        await self._record_sources()
+        await self.recorder.sources(self.spec)
         if error:
-            await self.manager.learning_event(
+            await self.recorder.learning_event(
+                self.spec,
                 "tool_failed",
                 f"Tool {part.tool_name} failed: {text[:200]}",
-                self,
                 {"tool": part.tool_name},
             )
-
-    async def _record_sources(self) -> None:
-        """Sources the run's tools (and sub-agents) reported using successfully."""
-        for source in self.scope.take_sources():
-            await self.manager.c.sessions.add_source(self.session_id, source)
 
     async def ingested(self, enqueue_id: str, messages: tuple[ModelMessage, ...]) -> None:
         queued = self._queued.pop(enqueue_id, None)
         if queued is None:
             return
-        await self._to_history(queued, None)
+        await self.recorder.queued_to_history(self.spec, queued, None)
         await self.emit("message_ingested", client_id=queued.client_id)
 
     async def decide(
         self, tool_id: str, name: str, args: dict[str, Any], description: str
     ) -> Decision:
-        if self.scope.read_only:
+        if self.spec.scope.read_only:
             # Nobody is asked, so nobody declined: no approval event, no learning event.
             return Decision(False, refusal=scope.READ_ONLY_REFUSAL)
-        if self.skip_approvals:
+        if self.spec.skip_approvals:
             return Decision(True)
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self.approvals[tool_id] = future
@@ -163,10 +168,10 @@ class Run:
         finally:
             self.approvals.pop(tool_id, None)
         if not decision.approved:
-            await self.manager.learning_event(
+            await self.recorder.learning_event(
+                self.spec,
                 "approval_denied",
                 f"The person declined {name}.",
-                self,
                 {"tool": name, "args": args, "reason": decision.reason},
             )
         return decision
@@ -196,113 +201,95 @@ class Run:
 
     # -- the run -------------------------------------------------------------
 
-    async def main(self) -> None:
+    async def main(self) -> bool:
+        """Drive the run to its end and record it; True when it finished normally."""
         try:
             await self._execute()
+            return True
         except asyncio.CancelledError:
             await self._stopped()
         except Exception as exc:  # every failure becomes a run_error event
             await self._failed(exc)
         finally:
-            self.accepting = False
-            self.manager.run_done(self)
+            self.state = RunState.DONE
+        return False
 
     async def _execute(self) -> None:
-        await self.emit(
-            "run_started",
-            session_id=self.session_id,
-            session_name=self.session_name,
-            skip_approvals=self.skip_approvals,
-        )
-        with scope.running(self.scope):  # recall knows whether the run may write
-            prepared = await self.manager.prepare(self)
+        """Drive the agent (``run_started`` was recorded when the run was started)."""
+        spec = self.spec
+        prepared = await self.turns.for_run(spec)
         self.deps = AgentDeps(
             sink=self,
-            session_id=self.session_id,
-            run_id=self.id,
+            session_id=spec.session_id,
+            run_id=spec.run_id,
             timezone=prepared.timezone,
             descriptions=prepared.descriptions,
         )
-        with scope.running(self.scope):
+        with scope.running(spec.scope):
             result = await drive(
                 prepared.agent,
-                prompt=self.prompt,
+                prompt=spec.prompt,
                 history=prepared.history,
                 deps=self.deps,
                 limits=RUN_LIMITS,
                 descriptions=prepared.descriptions,
                 on_start=self._attach,
             )
-        await self._record_sources()
-        self.accepting = False
+        await self.recorder.sources(spec)
+        self.state = RunState.FINISHING
         self.usage = result.usage
-        usage = usage_row(result.usage, self.resolved)
-        await self.manager.runs.finish(self.id, "finished", usage)
-        if self.backgrounded:
-            await self.emit(
-                "background_task", task_id=self.id, command=self.command, status="completed"
-            )
-            await self.manager.events.publish(
-                self.session_id, "text", run_id=self.id, content=result.output, depth=0
-            )
-        await self.emit("run_finished", usage=usage.__dict__)
-        await self.manager.after_finish(self)
+        usage = usage_row(result.usage, spec.resolved)
+        events = self._background_events("completed", result.output, always_text=True)
+        events.append(("run_finished", {"usage": usage.__dict__}))
+        await self.recorder.ended(spec, ("finished", usage, None), events)
 
     async def _save_partial(self) -> str:
         """Keep the text streamed so far and the queued messages never taken in."""
-        await self._record_sources()
+        await self.recorder.sources(self.spec)
         partial = "".join(self.deps.partial_text) if self.deps else ""
         if partial:
-            await self.manager.history.add_message(
-                self.session_id, "assistant", partial, run_id=self.id, meta={"interrupted": True}
-            )
+            await self.recorder.message(self.spec, "assistant", partial, meta={"interrupted": True})
         for message in self.undelivered():
-            await self._to_history(message, {"unanswered": True})
+            await self.recorder.queued_to_history(self.spec, message, {"unanswered": True})
         return partial
 
-    async def _to_history(self, message: QueuedMessage, meta: dict[str, Any] | None) -> None:
-        if message.pending_id is not None:
-            await self.manager.pending.to_history(message.pending_id, meta)
-        else:
-            await self.manager.history.add_message(
-                self.session_id,
-                "user",
-                message.text,
-                run_id=self.id,
-                images=message.images,
-                meta=meta,
+    def _background_events(
+        self, status: str, text: str, *, always_text: bool = False
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """A backgrounded run's end, with what it said delivered like a result
+        (none for a run in the foreground: its progress was shown as it came).
+        A completed run always delivers its result; a stopped one only text it had."""
+        if not self.backgrounded:
+            return []
+        events: list[tuple[str, dict[str, Any]]] = [
+            (
+                "background_task",
+                {"task_id": self.id, "command": self.spec.command, "status": status},
             )
-
-    async def _background_ended(self, status: str, partial: str) -> None:
-        """A backgrounded run's end, with what it said so far delivered like a result."""
-        await self.emit("background_task", task_id=self.id, command=self.command, status=status)
-        if partial:
-            await self.manager.events.publish(
-                self.session_id, "text", run_id=self.id, content=partial, depth=0
-            )
+        ]
+        if text or always_text:
+            events.append(("text", {"content": text, "depth": 0}))
+        return events
 
     def _usage_so_far(self) -> RunUsageRow:
         usage = self._agent_run.usage if self._agent_run is not None else self.usage
-        return usage_row(usage, self.resolved)
+        return usage_row(usage, self.spec.resolved)
 
     async def _stopped(self) -> None:
-        self.ending = True
-        self.accepting = False
+        self.state = RunState.ENDING
         partial = await self._save_partial()
         usage = self._usage_so_far()
-        if self.shutdown:
-            await self.manager.runs.finish(self.id, "interrupted", usage, SHUTDOWN_MESSAGE)
-            if self.backgrounded:
-                await self._background_ended("failed", partial)
-            await self.emit("run_error", message=SHUTDOWN_MESSAGE, recoverable=False)
+        if self.stop_status == "interrupted":
+            events = self._background_events("failed", partial)
+            events.append(("run_error", {"message": SHUTDOWN_MESSAGE, "recoverable": False}))
+            await self.recorder.ended(self.spec, ("interrupted", usage, SHUTDOWN_MESSAGE), events)
             return
-        await self.manager.runs.finish(self.id, "cancelled", usage)
-        if self.backgrounded:
-            await self._background_ended("cancelled", partial)
-        await self.emit("run_cancelled")
+        events = self._background_events("cancelled", partial)
+        events.append(("run_cancelled", {}))
+        await self.recorder.ended(self.spec, ("cancelled", usage, None), events)
 
     async def _failed(self, exc: Exception) -> None:
-        failure = describe(exc, self.resolved)
+        failure = describe(exc, self.spec.resolved)
         # Provider failures are expected and already explained to the client; a
         # stack trace only helps when something of ours broke.
         expected = isinstance(exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded)
@@ -310,10 +297,12 @@ class Run:
             "run %s failed: %s", self.id, failure.message, exc_info=None if expected else exc
         )
         log.debug("run %s failure detail", self.id, exc_info=exc)
-        self.ending = True
-        self.accepting = False
+        self.state = RunState.ENDING
         partial = await self._save_partial()
-        await self.manager.runs.finish(self.id, "failed", self._usage_so_far(), failure.message)
-        if self.backgrounded:
-            await self._background_ended("failed", partial)
-        await self.emit("run_error", message=failure.message, recoverable=failure.recoverable)
+        events = self._background_events("failed", partial)
+        events.append(
+            ("run_error", {"message": failure.message, "recoverable": failure.recoverable})
+        )
+        await self.recorder.ended(
+            self.spec, ("failed", self._usage_so_far(), failure.message), events
+        )

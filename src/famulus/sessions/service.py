@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import secrets
 
-from famulus.chat.events import EventHub
 from famulus.errors import Conflict, NotFound
+from famulus.events import EventHub
 from famulus.hooks import Hooks
 from famulus.store.sessions import MessageRow, SessionRow, SessionStore
 from famulus.timeutil import now_iso

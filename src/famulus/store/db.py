@@ -18,6 +18,9 @@ from typing import TypeVar
 from famulus.store.migrate import apply_migrations
 
 T = TypeVar("T")
+# A write that another write's transaction can carry (a state change recorded
+# together with the event announcing it).
+WriteOp = Callable[[sqlite3.Connection], object]
 
 _READERS = 4
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from famulus.errors import NotFound
-from famulus.store.db import Database
+from famulus.store.db import Database, WriteOp
 from famulus.timeutil import now_iso
 
 
@@ -37,7 +38,16 @@ class EventStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def append(self, session_id: str, type_: str, data: dict[str, Any]) -> EventRow:
+    async def append(
+        self,
+        session_id: str,
+        type_: str,
+        data: dict[str, Any],
+        *,
+        with_ops: Sequence[WriteOp] = (),
+    ) -> EventRow:
+        """Append one event; ``with_ops`` (the state change it announces) run first in
+        the same transaction, so the change and its event are kept or lost together."""
         now = now_iso()
         run_id = data.get("run_id")
 
@@ -47,6 +57,8 @@ class EventStore:
                 is None
             ):
                 raise SessionGone(session_id)
+            for extra in with_ops:
+                extra(conn)
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from famulus.store.db import Database
+from famulus.store.db import Database, WriteOp
 from famulus.timeutil import now_iso
 
 
@@ -56,26 +56,37 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(
+    def create_op(
         self, run_id: str, session_id: str, *, model_id: str, skip_approvals: bool
-    ) -> None:
+    ) -> WriteOp:
+        now = now_iso()
+
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (id, session_id, status, model_id, skip_approvals, started_at)"
                 " VALUES (?, ?, 'running', ?, ?, ?)",
-                (run_id, session_id, model_id, int(skip_approvals), now_iso()),
+                (run_id, session_id, model_id, int(skip_approvals), now),
             )
 
-        await self.db.write(op)
+        return op
+
+    async def create(
+        self, run_id: str, session_id: str, *, model_id: str, skip_approvals: bool
+    ) -> None:
+        await self.db.write(
+            self.create_op(run_id, session_id, model_id=model_id, skip_approvals=skip_approvals)
+        )
 
     async def mark_backgrounded(self, run_id: str) -> None:
         await self.db.write(
             lambda conn: conn.execute("UPDATE runs SET backgrounded = 1 WHERE id = ?", (run_id,))
         )
 
-    async def finish(
+    def finish_op(
         self, run_id: str, status: str, usage: RunUsageRow, error: str | None = None
-    ) -> None:
+    ) -> WriteOp:
+        now = now_iso()
+
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "UPDATE runs SET status = ?, prompt_tokens = ?, completion_tokens = ?,"
@@ -87,12 +98,17 @@ class RunStore:
                     usage.cache_read_tokens,
                     usage.cost,
                     error,
-                    now_iso(),
+                    now,
                     run_id,
                 ),
             )
 
-        await self.db.write(op)
+        return op
+
+    async def finish(
+        self, run_id: str, status: str, usage: RunUsageRow, error: str | None = None
+    ) -> None:
+        await self.db.write(self.finish_op(run_id, status, usage, error))
 
     async def get(self, run_id: str) -> RunRow | None:
         def op(conn: sqlite3.Connection) -> RunRow | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,7 +224,7 @@ class SessionStore:
 
     # -- messages -----------------------------------------------------------
 
-    async def add_message(
+    def message_op(
         self,
         session_id: str,
         role: str,
@@ -235,7 +236,7 @@ class SessionStore:
         tool_name: str | None = None,
         images: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> MessageRow:
+    ) -> Callable[[sqlite3.Connection], MessageRow]:
         def op(conn: sqlite3.Connection) -> MessageRow:
             return insert_message(
                 conn,
@@ -250,6 +251,32 @@ class SessionStore:
                 meta=meta,
             )
 
+        return op
+
+    async def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        run_id: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        images: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> MessageRow:
+        op = self.message_op(
+            session_id,
+            role,
+            content,
+            run_id=run_id,
+            tool_calls=tool_calls,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            images=images,
+            meta=meta,
+        )
         return await self.db.write(op)
 
     async def messages(

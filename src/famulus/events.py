@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from famulus.store.db import WriteOp
 from famulus.store.events import EventStore
 
 log = logging.getLogger(__name__)
@@ -52,10 +54,18 @@ class EventHub:
 
     async def publish(self, session_id: str, type_: str, /, **fields: Any) -> Event:
         """Persist and broadcast one event; ``type`` is also put in the payload."""
+        return await self.publish_with((), session_id, type_, **fields)
+
+    async def publish_with(
+        self, ops: Sequence[WriteOp], session_id: str, type_: str, /, **fields: Any
+    ) -> Event:
+        """Like ``publish``, with the state change the event announces (store write
+        ops) in the same transaction: one trip to the writer, and no event without
+        its change or change without its event."""
         data = {"type": type_, **fields}
         # Lock per session so broadcast order equals sequence order.
         async with self._locks[session_id]:
-            row = await self.store.append(session_id, type_, data)
+            row = await self.store.append(session_id, type_, data, with_ops=ops)
             event = Event(type_, data, row.seq)
             for sub in list(self._subs.get(session_id, ())):
                 sub.offer(event)
