@@ -138,7 +138,11 @@ async def list_all(c: Container = Depends(container)) -> Any:
     return {"automations": [_out(r, svc) for r in await svc.all()]}
 
 
-@router.get("/automations/events", response_class=StreamingResponse)
+@router.get(
+    "/automations/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE stream"}},
+)
 async def events(c: Container = Depends(container)) -> StreamingResponse:
     svc, ping = _svc(c), c.settings.sse_ping_interval_s
 
