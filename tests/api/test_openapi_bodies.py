@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.conftest import API_KEY
 
 from famulus.app import create_app
@@ -32,7 +33,8 @@ FREE_FORM = {
 Schema = dict[str, Any]
 
 
-def _document() -> Schema:
+@pytest.fixture(scope="module")
+def doc() -> Schema:
     home = Path(tempfile.mkdtemp()) / "schema"
     settings = Settings(home=home, api_key=API_KEY, project_dir=home)  # type: ignore[arg-type]
     return create_app(settings).openapi()
@@ -91,8 +93,7 @@ def _undeclared(
             yield from _undeclared(variant, where, components, inside)
 
 
-def test_every_success_body_has_a_declared_shape() -> None:
-    doc = _document()
+def test_every_success_body_has_a_declared_shape(doc: Schema) -> None:
     components = doc.get("components", {}).get("schemas", {})
     bodies = list(_success_bodies(doc))
     assert len(bodies) > 60  # the walk sees the whole API, not an empty document
@@ -107,9 +108,8 @@ def test_every_success_body_has_a_declared_shape() -> None:
     assert missing == [], f"2xx bodies without a declared shape: {missing}"
 
 
-def test_free_form_list_names_real_fields() -> None:
+def test_free_form_list_names_real_fields(doc: Schema) -> None:
     """An entry for a field that no longer exists (or became typed) is stale."""
-    doc = _document()
     components = doc.get("components", {}).get("schemas", {})
     found = {
         place for _, schema in _success_bodies(doc) for place in _undeclared(schema, "", components)
