@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from famulus.api.deps import container
 from famulus.api.schemas import PlainName, RequestBody, RowId
 from famulus.automations.service import FEED_CLOSED, AutomationService
-from famulus.store.automations import AutomationRow
+from famulus.store.automations import AutomationRow, AutomationRunRow
 from famulus.store.deliveries import DeliveryRow
 from famulus.wiring import Container
 
@@ -116,29 +116,38 @@ def _svc(c: Container) -> AutomationService:
     return service
 
 
-def _out(row: AutomationRow, svc: AutomationService, running: bool | None = None) -> dict[str, Any]:
-    data = {k: v for k, v in row.__dict__.items() if k != "session_id"}
-    return {**data, "running": svc.is_running(row.id) if running is None else running}
+def _shown(row: object, body: type[BaseModel]) -> dict[str, Any]:
+    """The attributes of ``row`` that ``body`` declares; the row's other
+    columns (the automation's session, when it became active) stay inside."""
+    return {name: getattr(row, name) for name in body.model_fields if hasattr(row, name)}
 
 
-def _delivery(row: DeliveryRow) -> dict[str, Any]:
-    keep = ("notifier", "status", "attempts", "next_attempt_at", "last_error", "finished_at")
-    return {**{k: getattr(row, k) for k in keep}, "tries": row.tries}
+def _automation(row: AutomationRow, svc: AutomationService) -> Automation:
+    return Automation(**_shown(row, Automation), running=svc.is_running(row.id))
 
 
-@router.post("/automations", response_model=Automation, status_code=201)
-async def create(body: AutomationIn, c: Container = Depends(container)) -> Any:
+def _run(run: AutomationRunRow, deliveries: list[DeliveryRow]) -> AutomationRun:
+    shown = [Delivery(**_shown(d, Delivery)) for d in deliveries]
+    return AutomationRun(**_shown(run, AutomationRun), deliveries=shown)
+
+
+@router.post("/automations", status_code=201)
+async def create(body: AutomationIn, c: Container = Depends(container)) -> Automation:
     svc = _svc(c)
-    return _out(await svc.create(body.model_dump()), svc)
+    return _automation(await svc.create(body.model_dump()), svc)
 
 
-@router.get("/automations", response_model=AutomationList)
-async def list_all(c: Container = Depends(container)) -> Any:
+@router.get("/automations")
+async def list_all(c: Container = Depends(container)) -> AutomationList:
     svc = _svc(c)
-    return {"automations": [_out(r, svc) for r in await svc.all()]}
+    return AutomationList(automations=[_automation(r, svc) for r in await svc.all()])
 
 
-@router.get("/automations/events", response_class=StreamingResponse)
+@router.get(
+    "/automations/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE stream"}},
+)
 async def events(c: Container = Depends(container)) -> StreamingResponse:
     svc, ping = _svc(c), c.settings.sse_ping_interval_s
 
@@ -164,51 +173,49 @@ async def events(c: Container = Depends(container)) -> StreamingResponse:
     )
 
 
-@router.get("/automations/{automation_id}", response_model=AutomationDetail)
-async def get_one(automation_id: RowId, c: Container = Depends(container)) -> Any:
+@router.get("/automations/{automation_id}")
+async def get_one(automation_id: RowId, c: Container = Depends(container)) -> AutomationDetail:
     svc = _svc(c)
     # Read "running" before the rows: a run that ends in between then shows as
     # running (the client looks again), never as over with its result missing.
     running = svc.is_running(automation_id)
     row = await svc.get(automation_id)
-    runs = [
-        {**run.__dict__, "deliveries": [_delivery(d) for d in deliveries]}
-        for run, deliveries in await svc.runs_with_deliveries(automation_id)
-    ]
-    return {**_out(row, svc, running), "session_id": await svc.session_of(row), "runs": runs}
+    runs = [_run(run, found) for run, found in await svc.runs_with_deliveries(automation_id)]
+    shown = {**_shown(row, Automation), "running": running}
+    return AutomationDetail(**shown, session_id=await svc.session_of(row), runs=runs)
 
 
-@router.patch("/automations/{automation_id}", response_model=Automation)
+@router.patch("/automations/{automation_id}")
 async def patch(
     automation_id: RowId, body: AutomationPatch, c: Container = Depends(container)
-) -> Any:
+) -> Automation:
     svc = _svc(c)
     fields = body.model_dump(exclude_unset=True)
     if any(v is None for v in fields.values()):
         from famulus.errors import InvalidRequest
 
         raise InvalidRequest("Fields may not be null; leave out what you do not change.")
-    return _out(await svc.update(automation_id, fields), svc)
+    return _automation(await svc.update(automation_id, fields), svc)
 
 
-@router.post("/automations/{automation_id}/toggle", response_model=Enabled)
+@router.post("/automations/{automation_id}/toggle")
 async def toggle(automation_id: RowId, c: Container = Depends(container)) -> Enabled:
     row = await _svc(c).flip(automation_id, "enabled")
     return Enabled(id=row.id, enabled=row.enabled)
 
 
-@router.post("/automations/{automation_id}/writable", response_model=Writable)
+@router.post("/automations/{automation_id}/writable")
 async def writable(automation_id: RowId, c: Container = Depends(container)) -> Writable:
     row = await _svc(c).flip(automation_id, "writable")
     return Writable(id=row.id, writable=row.writable)
 
 
-@router.post("/automations/{automation_id}/run", response_model=Started, status_code=202)
+@router.post("/automations/{automation_id}/run", status_code=202)
 async def run_now(automation_id: RowId, c: Container = Depends(container)) -> Started:
     return Started(status="started", run_id=await _svc(c).run_now(automation_id))
 
 
-@router.delete("/automations/{automation_id}", response_model=Deleted)
+@router.delete("/automations/{automation_id}")
 async def delete(automation_id: RowId, c: Container = Depends(container)) -> Deleted:
     await _svc(c).delete(automation_id)
     return Deleted(status="deleted", id=automation_id)

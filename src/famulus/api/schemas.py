@@ -59,6 +59,14 @@ class Response(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class ServiceBody(BaseModel):
+    """A response declared over a dict a service builds: a key the service
+    returns but the model lacks is an error, not silently dropped, so the
+    model and the body cannot drift apart unnoticed (the tests hit a 500)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class ErrorBody(BaseModel):
     detail: str
     code: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any
+from typing import Any, Protocol
 
 from famulus.errors import NotFound
 from famulus.memory import prompts
@@ -19,13 +19,30 @@ from famulus.memory.service import FACT_KINDS, MemoryService
 from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
 from famulus.store.memory.profile import ProfileRow
+from famulus.store.sessions import MessageRow, SessionRow
 
 log = logging.getLogger(__name__)
 
 
+class SessionReader(Protocol):
+    """What extraction reads of the sessions area (``SessionService`` has it),
+    so memory reads conversations without reaching into the sessions' store."""
+
+    async def find(self, session_id: str) -> SessionRow | None: ...
+
+    async def messages(
+        self, session_id: str, *, roles: tuple[str, ...] | None = None, after_id: int = 0
+    ) -> list[MessageRow]: ...
+
+
 class MemoryJobs:
     def __init__(
-        self, memory: MemoryService, sessions: Any, *, quiet_s: float, after_messages: int
+        self,
+        memory: MemoryService,
+        sessions: SessionReader,
+        *,
+        quiet_s: float,
+        after_messages: int,
     ) -> None:
         self.memory = memory
         self.sessions = sessions
@@ -88,19 +105,15 @@ class MemoryJobs:
             t.cancel()
         await asyncio.gather(*timers, return_exceptions=True)
 
-    async def _new_messages(self, session_id: str) -> list[Any]:
+    async def _new_messages(self, session_id: str) -> list[MessageRow]:
         mark = await self.memory.stores.extraction.mark(session_id)
-        return list(
-            await self.sessions.store.messages(
-                session_id, roles=("user", "assistant"), after_id=mark
-            )
-        )
+        return await self.sessions.messages(session_id, roles=("user", "assistant"), after_id=mark)
 
     # -- extraction ---------------------------------------------------------
 
     async def extract_now(self, session_id: str) -> dict[str, Any]:
         """On request: extract from a session now instead of waiting for it to go quiet."""
-        if await self.sessions.store.get(session_id) is None:
+        if await self.sessions.find(session_id) is None:
             raise NotFound(f"No session with id {session_id}.")
         return await self.extract_session(session_id)
 
@@ -130,7 +143,7 @@ class MemoryJobs:
     async def _source(self, session_id: str, provenance: dict[str, Any]) -> str:
         """``automation`` (naming it in the provenance) for a writable automation's
         session, else ``chat``."""
-        session = await self.sessions.store.get(session_id)
+        session = await self.sessions.find(session_id)
         if session is None or session.origin != "automation":
             return "chat"
         automation_id = self._automations.get(session_id)

@@ -1,4 +1,4 @@
-"""Agent tools: remember, recall, forget.
+"""Agent tools: remember, recall, forget (the methods of ``MemoryTools``).
 
 ``forget`` deletes a memory for good, so it is a deferred tool that needs the
 person's approval (pydantic-ai ``requires_approval``); the chat area turns
@@ -23,14 +23,16 @@ _TOOL_SOURCES = ("chat", "mail", "calendar", "init")
 MAX_FACT_CHARS = 10_000
 
 
-@per_owner
-def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
-    """Recall (read-only, so the research sub-agent gets it too) and the writers."""
-    reading: FunctionToolset[None] = FunctionToolset(id="read-only:memory")
-    writing: FunctionToolset[None] = FunctionToolset(id="memory")
+class MemoryTools:
+    """The memory agent tools, one method each, over the memory service. The
+    docstrings are what the model reads: the first line describes the tool,
+    ``Args:`` its parameters."""
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
 
     async def remember(
-        text: str, kind: str = "fact", source: str = "chat", source_ref: str | None = None
+        self, text: str, kind: str = "fact", source: str = "chat", source_ref: str | None = None
     ) -> str:
         """Store a durable fact about the person (preference, plan, relationship...).
 
@@ -40,28 +42,22 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
             source: where it was learned: chat (the person said it), mail, calendar or init.
             source_ref: optional pointer into the source, e.g. a mail uid or an event uid.
         """
-        if scope.read_only():
-            return failure(scope.READ_ONLY_REFUSAL)
-        if not text.strip():
-            return failure("Not remembered: the text is empty; write the fact as one sentence.")
-        if len(text) > MAX_FACT_CHARS:
-            return failure(f"Not remembered: a fact may hold at most {MAX_FACT_CHARS} characters.")
-        duplicate = await memory.find_duplicate(text)
+        refusal = _remember_refusal(text)
+        if refusal is not None:
+            return failure(refusal)
+        duplicate = await self.memory.find_duplicate(text)
         if duplicate is not None:
             scope.used("memory")
             return f"Already known as fact #{duplicate.id}: {duplicate.text}"
-        origin = source if source in _TOOL_SOURCES else "chat"
-        if origin == "chat" and scope.origin() == "automation":
-            origin = "automation"
         ref = source_ref[:200] if source_ref else None
         try:
-            row = await memory.add_fact(text, kind if kind in FACT_KINDS else "fact", origin, ref)
+            row = await self.memory.add_fact(text, _kind(kind), _origin(source), ref)
         except FamulusError as exc:
             return failure(f"Not remembered: {exc.detail}")
         scope.used("memory")
         return f"Remembered as fact #{row.id}."
 
-    async def recall(query: str, limit: int = fusion.LIMIT) -> str:
+    async def recall(self, query: str, limit: int = fusion.LIMIT) -> str:
         """Search long-term memory for facts and patterns about a topic.
 
         Args:
@@ -71,7 +67,7 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
         if not query.strip():
             return "Recall needs a query: say in plain words what to look for."
         try:
-            found = await memory.recall(query[:1000], limit=max(1, min(limit, 20)))
+            found = await self.memory.recall(query[:1000], limit=max(1, min(limit, 20)))
         except FamulusError as exc:
             return f"Recall failed: {exc.detail}"
         lines = [f"#{f.id} ({f.kind}): {f.text}" for f, _ in found.facts]
@@ -80,20 +76,54 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
             scope.used("memory")
         return "\n".join(lines) or "Nothing relevant in memory."
 
-    async def forget(fact_id: int) -> str:
+    async def forget(self, fact_id: int) -> str:
         """Delete a fact from memory permanently (asks the person first).
 
         Args:
             fact_id: the id shown by recall, e.g. 12 for "#12".
         """
         try:
-            await memory.delete_fact(fact_id)
+            await self.memory.delete_fact(fact_id)
         except NotFound:
             return f"There is no fact #{fact_id}."
         scope.used("memory")
         return f"Forgot fact #{fact_id}."
 
-    reading.add_function(recall)
-    writing.add_function(remember)
-    writing.add_function(forget, requires_approval=True)
+
+def _remember_refusal(text: str) -> str | None:
+    """Why ``remember`` will not store ``text`` in this run, or None. A
+    read-only automation may not write at all, so that comes first."""
+    if scope.read_only():
+        return scope.READ_ONLY_REFUSAL
+    if not text.strip():
+        return "Not remembered: the text is empty; write the fact as one sentence."
+    if len(text) > MAX_FACT_CHARS:
+        return f"Not remembered: a fact may hold at most {MAX_FACT_CHARS} characters."
+    return None
+
+
+def _kind(kind: str) -> str:
+    """An unknown kind from the model is stored as a plain fact, not refused."""
+    return kind if kind in FACT_KINDS else "fact"
+
+
+def _origin(source: str) -> str:
+    """The source type to record: one the agent may claim, else ``chat``; what
+    an automation's run learns in its own chat is ``automation``."""
+    origin = source if source in _TOOL_SOURCES else "chat"
+    if origin == "chat" and scope.origin() == "automation":
+        return "automation"
+    return origin
+
+
+@per_owner
+def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
+    """Recall (read-only, so the research sub-agent gets it too) and the writers;
+    ``forget`` asks the person first."""
+    tools = MemoryTools(memory)
+    reading: FunctionToolset[None] = FunctionToolset(id="read-only:memory")
+    writing: FunctionToolset[None] = FunctionToolset(id="memory")
+    reading.add_function(tools.recall)
+    writing.add_function(tools.remember)
+    writing.add_function(tools.forget, requires_approval=True)
     return [reading, writing]

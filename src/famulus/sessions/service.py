@@ -53,6 +53,14 @@ class SessionService:
         """The session, or None when there is none (``get`` raises NotFound)."""
         return await self.store.get(session_id)
 
+    async def messages(
+        self, session_id: str, *, roles: tuple[str, ...] | None = None, after_id: int = 0
+    ) -> list[MessageRow]:
+        """The session's messages in order, those after message ``after_id`` and
+        of ``roles`` only (None: every role). An unknown session has none; use
+        ``find`` or ``get`` where that must be told apart."""
+        return await self.store.messages(session_id, roles=roles, after_id=after_id)
+
     async def get(self, session_id: str) -> SessionRow:
         row = await self.store.get(session_id)
         if row is None:
@@ -141,5 +149,5 @@ class SessionService:
 
     async def history(self, session_id: str | None) -> tuple[SessionRow, list[MessageRow]]:
         row = await self.current(session_id)
-        messages = await self.store.messages(row.session_id, roles=("user", "assistant", "tool"))
+        messages = await self.messages(row.session_id, roles=("user", "assistant", "tool"))
         return row, messages
