@@ -4,6 +4,11 @@ Extraction is debounced per session: each finished run (re)arms a timer that
 fires when the session has been quiet for ``quiet_s`` seconds, or at once when
 ``after_messages`` new messages piled up. A bookmark per session (the last
 message id read) keeps a conversation from being extracted twice.
+
+A failed extraction (the model unreachable, its answer unusable) leaves the
+bookmark where it was, so nothing is lost; the session's next try then waits
+``failure_backoff_s``, doubling with each failure in a row up to an hour, so a
+broken memory model costs one call per back-off, not one per chat turn.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from famulus.store.memory.profile import ProfileRow
 from famulus.store.sessions import MessageRow, SessionRow
 
 log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 3600.0
 
 
 class SessionReader(Protocol):
@@ -43,11 +50,14 @@ class MemoryJobs:
         *,
         quiet_s: float,
         after_messages: int,
+        failure_backoff_s: float = 60.0,
     ) -> None:
         self.memory = memory
         self.sessions = sessions
         self.quiet_s = quiet_s
         self.after_messages = after_messages
+        self.failure_backoff_s = failure_backoff_s
+        self._failures: dict[str, int] = {}  # session -> extractions failed in a row
         self._timers: dict[str, asyncio.Task[None]] = {}
         self._automations: dict[str, int] = {}  # session -> the writable automation in it
         self._lock = asyncio.Lock()
@@ -88,7 +98,15 @@ class MemoryJobs:
         if timer is not None:
             timer.cancel()
         delay = 0.0 if pending >= self.after_messages else self.quiet_s
-        self._timers[session_id] = asyncio.create_task(self._later(session_id, delay))
+        self._timers[session_id] = asyncio.create_task(
+            self._later(session_id, max(delay, self._backoff(session_id)))
+        )
+
+    def _backoff(self, session_id: str) -> float:
+        failures = self._failures.get(session_id, 0)
+        if not failures:
+            return 0.0
+        return min(self.failure_backoff_s * 2 ** (failures - 1), MAX_BACKOFF_S)
 
     async def _later(self, session_id: str, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -96,7 +114,14 @@ class MemoryJobs:
         try:
             await self.extract_session(session_id)
         except Exception:
-            log.exception("memory extraction failed for session %s", session_id)
+            self._failures[session_id] = self._failures.get(session_id, 0) + 1
+            log.exception(
+                "memory extraction failed for session %s; the next try waits %.0f s",
+                session_id,
+                self._backoff(session_id),
+            )
+        else:
+            self._failures.pop(session_id, None)
 
     async def stop(self) -> None:
         timers = list(self._timers.values())
