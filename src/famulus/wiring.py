@@ -24,6 +24,7 @@ from famulus.automations.service import AutomationService
 from famulus.chat.context import ContextService
 from famulus.chat.events import EventHub
 from famulus.chat.manager import RunManager
+from famulus.chat.queue import QueueService
 from famulus.core import Core, build_core
 from famulus.directives import DirectivesService
 from famulus.hooks import ToolsetProvider
@@ -72,6 +73,7 @@ class Container:
     web: WebService
     chat: RunManager
     context: ContextService
+    queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
 
@@ -144,6 +146,7 @@ def build_container(settings: Settings) -> Container:
         web=web,
         chat=chat,
         context=context,
+        queue=QueueService(chat),
         automations=automations,
         calendar_watcher=watcher,
     )
