@@ -184,6 +184,7 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
 
     core.hooks.on_start(service.start)
     core.hooks.on_start(jobs.resume)
+    core.hooks.after_branch.append(jobs.branched)
     core.hooks.on_stop(stop)
     core.hooks.toolsets(facade.toolsets)
     return facade

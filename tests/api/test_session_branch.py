@@ -196,3 +196,19 @@ async def test_branch_racing_a_run_and_a_delete_never_500s(
             if r.status_code == 201:
                 copy = await _history(client, r.json()["session_id"])
                 assert copy and copy[0]["content"] == f"go {n}"
+
+
+async def test_memory_does_not_read_a_branch_copy_as_new(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    """Every copied message was (or will be) read by memory in the original, so
+    the branch starts with its extraction mark at its last copied message."""
+    install_model(app, scripted("ok"))
+    sid = await new_session(client)
+    await _chat(app, client, sid, "my cat is called Tom")
+    marks = app.state.container.memory.service.stores.extraction
+    r = await client.post(f"/sessions/{sid}/branch")
+    new = r.json()["session_id"]
+    copy = await _history(client, new)
+    assert await marks.mark(new) == copy[-1]["id"]
+    assert new not in await marks.sessions_past_mark()

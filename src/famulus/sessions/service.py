@@ -11,6 +11,7 @@ every session stays reachable by id.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from famulus.store import history_edits
 from famulus.store.history_edits import HistoryEdits
 from famulus.store.sessions import MessageRow, SessionRow, SessionStore
 from famulus.timeutil import now_iso
+
+log = logging.getLogger(__name__)
 
 DEFAULT_NAME = "New session"
 RECENT_LIMIT = 20
@@ -169,6 +172,14 @@ class SessionService:
         messages = await self.store.messages(row.session_id, roles=("user", "assistant", "tool"))
         return row, messages
 
+    async def _branched(self, session_id: str) -> None:
+        """The ``after_branch`` hooks; the branch exists whatever they do."""
+        for hook in self.hooks.after_branch:
+            try:
+                await hook(session_id)
+            except Exception:
+                log.exception("an after_branch hook failed for session %s", session_id)
+
     # -- undo and branch ----------------------------------------------------
 
     async def revert(self, session_id: str, turns: int = 1) -> Reverted:
@@ -208,6 +219,7 @@ class SessionService:
             session_id, message_id, new_id, name or branch_name(source.name)
         )
         if row is not None:
+            await self._branched(row.session_id)
             return row
         quoted = quote_id(session_id)
         if message_id is None or await self.find(session_id) is None:
