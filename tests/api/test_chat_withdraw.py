@@ -160,3 +160,20 @@ async def test_withdraw_racing_the_turn_boundary_is_200_or_409_and_consistent(
         else:
             assert in_history
     assert outcomes  # at least one round ran
+
+
+async def test_withdraw_racing_a_permanent_delete_never_500s(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted(SLOW, delay=0.02))
+    for n in range(4):
+        sid = await new_session(client)
+        await client.post("/chat/message", json={"message": "one", "session_id": sid})
+        await until_streaming(app, sid)
+        await _queue(client, sid, "two", f"c-{n}")
+        answers = await asyncio.gather(
+            client.delete(f"/sessions/{sid}/permanent"),
+            client.delete(f"/chat/queue/c-{n}", params={"session_id": sid}),
+        )
+        assert answers[0].status_code == 200, answers[0].text
+        assert answers[1].status_code in (200, 404, 409), answers[1].text

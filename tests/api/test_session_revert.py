@@ -247,3 +247,23 @@ async def test_revert_racing_a_new_message_never_500s(app: Any, client: httpx.As
         users = [m["content"] for m in await _history(client, sid) if m["role"] == "user"]
         assert users[-1] == f"race {n}", users
     assert 200 in statuses or 409 in statuses
+
+
+async def test_revert_racing_a_permanent_delete_never_500s(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted("ok"))
+    statuses: list[int] = []
+    for _ in range(6):
+        sid = await new_session(client)
+        await _chat(app, client, sid, "hello")
+        answers = await asyncio.gather(
+            client.post(f"/sessions/{sid}/revert"),
+            client.delete(f"/sessions/{sid}/permanent"),
+            client.post(f"/sessions/{sid}/revert"),
+        )
+        for r in answers:
+            assert r.status_code in (200, 404, 409), r.text
+            assert r.status_code == 200 or r.json()["code"] in ("not_found", "conflict")
+        statuses += [r.status_code for r in answers]
+    assert 404 in statuses
