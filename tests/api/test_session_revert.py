@@ -267,3 +267,35 @@ async def test_revert_racing_a_permanent_delete_never_500s(
             assert r.status_code == 200 or r.json()["code"] in ("not_found", "conflict")
         statuses += [r.status_code for r in answers]
     assert 404 in statuses
+
+
+async def test_a_summary_written_after_a_revert_removed_its_rows_is_void(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    """POST /compact is summarizing when a revert removes the turns it folds:
+    the summary lands afterwards, but the model never sees it."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def summarizer(messages: list[Any], info: Any) -> ModelResponse:
+        asked.set()
+        await release.wait()
+        return ModelResponse(parts=[TextPart("They talked about turns 1 to 3.")])
+
+    install_model(app, FunctionModel(summarizer))
+    sid = await new_session(client)
+    for n in range(1, 6):
+        await _row(app, sid, "user", f"turn {n}")
+        await _row(app, sid, "assistant", f"answer {n}")
+    compact = asyncio.create_task(client.post("/compact", json={"session_id": sid}))
+    await asyncio.wait_for(asked.wait(), 10)
+    r = await client.post(f"/sessions/{sid}/revert", json={"turns": 4})
+    assert r.status_code == 200 and r.json()["text"] == "turn 2", r.text
+    release.set()
+    assert (await compact).status_code == 200
+    rows = await app.state.container.sessions.store.messages(sid)
+    assert [x.role for x in rows] == ["user", "assistant", "summary"]  # written, yet void
+    seen = effective(rows)
+    assert seen.summary is None and [x.content for x in seen.rows] == ["turn 1", "answer 1"]
