@@ -156,6 +156,8 @@ async def test_summaries_are_copied_when_they_fold_copied_rows(
     await _row(app, sid, "summary", "S1", meta={"through_id": a1, "folded": 2})
     await _row(app, sid, "user", "turn 3")
     await _row(app, sid, "summary", "S2", meta={"through_id": a2, "folded": 4})
+    # Void: the last row it folded is gone (a revert removed it while it was written).
+    await _row(app, sid, "summary", "gone", meta={"through_id": a2 + 1000})
 
     r = await client.post(f"/sessions/{sid}/branch", json={"message_id": a2})
     assert r.status_code == 201, r.text

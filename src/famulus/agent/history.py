@@ -43,20 +43,13 @@ class Conversation:
     summary_id: int | None = None
 
 
-def _through(row: MessageRow) -> int:
-    try:
-        return int(row.meta.get("through_id", 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def effective(rows: list[MessageRow]) -> Conversation:
     present = {r.id for r in rows}
-    summaries = [r for r in rows if r.role == "summary" and _through(r) in present]
+    summaries = [r for r in rows if r.role == "summary" and r.through_id in present]
     if not summaries:
         return Conversation(None, [r for r in rows if r.role in CONVERSATION_ROLES])
     last = summaries[-1]
-    through = _through(last)
+    through = last.through_id
     kept = [r for r in rows if r.role in CONVERSATION_ROLES and r.id > through]
     return Conversation(last.content, kept, last.id)
 

@@ -37,32 +37,27 @@ class Revert:
     turns: int = 0
 
 
-def _through(row: MessageRow) -> int:
-    try:
-        return int(row.meta.get("through_id", 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def _run_busy(conn: sqlite3.Connection, session_id: str, rows: list[MessageRow]) -> bool:
-    """A run of the session still runs, or a user message names a run whose row
-    is not written yet (a run that is starting right now)."""
-    running = conn.execute(
+def _running(conn: sqlite3.Connection, session_id: str) -> bool:
+    row = conn.execute(
         "SELECT 1 FROM runs WHERE session_id = ? AND status = 'running' LIMIT 1", (session_id,)
     ).fetchone()
-    if running is not None:
-        return True
-    starting = {r.run_id for r in rows if r.role == "user" and r.run_id}
+    return row is not None
+
+
+def _starting(conn: sqlite3.Connection, rows: list[MessageRow]) -> bool:
+    """A user message names a run whose row is not written yet: that run is
+    starting right now (its message is written just before its run row)."""
+    run_ids = {r.run_id for r in rows if r.role == "user" and r.run_id}
     return any(
         conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None
-        for run_id in starting
+        for run_id in run_ids
     )
 
 
 def _revert(conn: sqlite3.Connection, session_id: str, turns: int) -> Revert:
     if _fetch(conn, session_id) is None:
         return Revert(MISSING)
-    if _run_busy(conn, session_id, []):
+    if _running(conn, session_id):
         return Revert(BUSY)
     starts = conn.execute(
         "SELECT id FROM messages WHERE session_id = ? AND role = 'user' ORDER BY id DESC LIMIT ?",
@@ -77,9 +72,9 @@ def _revert(conn: sqlite3.Connection, session_id: str, turns: int) -> Revert:
             "SELECT * FROM messages WHERE session_id = ? AND id >= ? ORDER BY id", (session_id, cut)
         )
     ]
-    if _run_busy(conn, session_id, after):
+    if _starting(conn, after):
         return Revert(BUSY)
-    doomed = [r for r in after if r.role != "summary" or _through(r) >= cut]
+    doomed = [r for r in after if r.role != "summary" or r.through_id >= cut]
     conn.executemany("DELETE FROM messages WHERE id = ?", [(r.id,) for r in doomed])
     conn.execute("UPDATE sessions SET last_activity = ? WHERE id = ?", (now_iso(), session_id))
     return Revert(REVERTED, [r for r in doomed if r.role in VISIBLE_ROLES], len(starts))
@@ -121,12 +116,11 @@ def _copy_history(
         elif row["id"] <= through:
             copied[row["id"]] = _copy_row(conn, new_session_id, row, meta)
     for row, meta in summaries:
-        folded = int(meta.get("through_id", 0) or 0)
-        if folded > through:
-            continue
-        # The copy of the last row it folds (or of the last copied row before it).
-        targets = [new for old, new in copied.items() if old <= folded]
-        _copy_row(conn, new_session_id, row, {**meta, "through_id": max(targets, default=0)})
+        # Its last folded row must be among the copies (a void summary, whose row
+        # a revert removed, stays behind): through_id then names that copy.
+        target = copied.get(_message(row).through_id)
+        if target is not None:
+            _copy_row(conn, new_session_id, row, {**meta, "through_id": target})
 
 
 def _branch(
