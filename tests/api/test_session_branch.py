@@ -148,6 +148,7 @@ async def test_summaries_are_copied_when_they_fold_copied_rows(
     app: Any, client: httpx.AsyncClient
 ) -> None:
     store = app.state.container.sessions.store
+    elsewhere = await _row(app, await new_session(client), "user", "not in this session")
     sid = await new_session(client)
     u1 = await _row(app, sid, "user", "turn 1")
     a1 = await _row(app, sid, "assistant", "answer 1")
@@ -156,8 +157,9 @@ async def test_summaries_are_copied_when_they_fold_copied_rows(
     await _row(app, sid, "summary", "S1", meta={"through_id": a1, "folded": 2})
     await _row(app, sid, "user", "turn 3")
     await _row(app, sid, "summary", "S2", meta={"through_id": a2, "folded": 4})
-    # Void: the last row it folded is gone (a revert removed it while it was written).
-    await _row(app, sid, "summary", "gone", meta={"through_id": a2 + 1000})
+    # Void: the last row it folds is not in the session (as when a revert removed
+    # it while the summary was being written).
+    await _row(app, sid, "summary", "void", meta={"through_id": elsewhere})
 
     r = await client.post(f"/sessions/{sid}/branch", json={"message_id": a2})
     assert r.status_code == 201, r.text
