@@ -11,7 +11,10 @@ agent factory, ``SessionService``) runs whatever is registered:
 - ``toolsets``: providers asked on every run for the agent tools an area
   offers right now (none while, say, its integration is not connected);
 - ``before_remove`` / ``before_clear``: called with a session id before that
-  session is deleted for good or its history cleared (e.g. to cancel its run).
+  session is deleted for good or its history cleared (e.g. to cancel its run);
+- ``after_branch``: called with the id of a session just created as a branch
+  of another, whose history is a copy (e.g. so memory does not read the copied
+  messages as new).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Hooks:
     _toolsets: list[ToolsetProvider] = field(default_factory=list)
     before_remove: list[SessionHook] = field(default_factory=list)
     before_clear: list[SessionHook] = field(default_factory=list)
+    after_branch: list[SessionHook] = field(default_factory=list)
 
     def on_start(self, hook: Hook) -> None:
         self._on_start.append(hook)

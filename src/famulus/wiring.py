@@ -23,6 +23,7 @@ from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
 from famulus.chat.context import ContextService
 from famulus.chat.manager import RunManager
+from famulus.chat.queue import QueueService
 from famulus.core import Core, build_core
 from famulus.directives import DirectivesService
 from famulus.events import EventHub
@@ -72,6 +73,7 @@ class Container:
     web: WebService
     chat: RunManager
     context: ContextService
+    queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
 
@@ -144,6 +146,7 @@ def build_container(settings: Settings) -> Container:
         web=web,
         chat=chat,
         context=context,
+        queue=QueueService(chat),
         automations=automations,
         calendar_watcher=watcher,
     )
@@ -181,6 +184,7 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
 
     core.hooks.on_start(service.start)
     core.hooks.on_start(jobs.resume)
+    core.hooks.after_branch.append(jobs.branched)
     core.hooks.on_stop(stop)
     core.hooks.toolsets(facade.toolsets)
     return facade

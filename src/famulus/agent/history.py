@@ -2,7 +2,9 @@
 
 Compaction never deletes rows: a ``summary`` row records (in ``meta.through_id``)
 the last raw row it covers. The model sees the latest summary (in the system
-prompt) plus the raw rows after it. Tool calls left without a result (a run
+prompt) plus the raw rows after it. A summary whose last covered row is gone
+is void: a revert removed rows it folds (a revert drops such summaries itself;
+this catches one a compaction was still writing while the revert ran). Tool calls left without a result (a run
 cancelled or killed mid-tool) get a synthetic "interrupted" result, because
 providers reject a conversation with a dangling tool call.
 """
@@ -42,11 +44,12 @@ class Conversation:
 
 
 def effective(rows: list[MessageRow]) -> Conversation:
-    summaries = [r for r in rows if r.role == "summary"]
+    present = {r.id for r in rows}
+    summaries = [r for r in rows if r.role == "summary" and r.through_id in present]
     if not summaries:
         return Conversation(None, [r for r in rows if r.role in CONVERSATION_ROLES])
     last = summaries[-1]
-    through = int(last.meta.get("through_id", 0))
+    through = last.through_id
     kept = [r for r in rows if r.role in CONVERSATION_ROLES and r.id > through]
     return Conversation(last.content, kept, last.id)
 

@@ -1,8 +1,11 @@
-"""Chat endpoints: send a message, background, cancel, answer an approval."""
+"""Chat endpoints: send a message, withdraw a queued one, background, cancel,
+answer an approval."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
@@ -39,6 +42,15 @@ class ChatAccepted(BaseModel):
     run_id: str
     session_id: str
     queued: bool
+
+
+class WithdrawnOut(BaseModel):
+    status: str
+    session_id: str
+    run_id: str
+    client_id: str
+    message: str
+    images: list[dict[str, Any]] | None = None
 
 
 class RunRef(RequestBody):
@@ -80,6 +92,28 @@ async def post_message(body: ChatMessageIn, m: RunManager = Depends(manager)) ->
         ChatInput(body.message, body.session_id, images, body.skip_approvals, body.client_id)
     )
     return ChatAccepted(run_id=done.run_id, session_id=done.session_id, queued=done.queued)
+
+
+@router.delete(
+    "/chat/queue/{client_id}",
+    response_model=WithdrawnOut,
+    response_model_exclude_none=True,
+    responses={409: {"description": "The run has already taken the message in."}},
+)
+async def withdraw_queued(
+    client_id: str = Path(max_length=200, description="The client_id the message was sent with"),
+    session_id: str = Query(max_length=200),
+    c: Container = Depends(container),
+) -> WithdrawnOut:
+    done = await c.queue.withdraw(session_id, client_id)
+    return WithdrawnOut(
+        status="withdrawn",
+        session_id=done.session_id,
+        run_id=done.run_id,
+        client_id=done.client_id,
+        message=done.message,
+        images=done.images,
+    )
 
 
 @router.post("/chat/background", response_model=RunStatus)

@@ -1,14 +1,14 @@
-"""The ten session endpoints of the spec."""
+"""The session endpoints: the ten of the spec, plus revert and branch."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
-from famulus.api.schemas import PlainName, RequestBody
+from famulus.api.schemas import MAX_ROW_ID, PlainName, RequestBody
 from famulus.sessions.service import RECENT_LIMIT
 from famulus.store.sessions import MessageRow, SessionRow
 from famulus.wiring import Container
@@ -45,6 +45,7 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
+    id: int
     role: str
     content: str
     created_at: str
@@ -68,6 +69,37 @@ class RenameSession(RequestBody):
 
 class SessionRef(RequestBody):
     session_id: str | None = None
+
+
+MAX_REVERT_TURNS = 1000
+
+
+class RevertIn(RequestBody):
+    turns: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REVERT_TURNS,
+        description="How many turns to remove from the end (a user message and all after it).",
+    )
+
+
+class RevertOut(BaseModel):
+    status: str
+    session_id: str
+    turns: int
+    removed: list[Message]
+    text: str
+    images: list[dict[str, Any]] | None = None
+
+
+class BranchIn(RequestBody):
+    message_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ROW_ID,
+        description="Copy the history up to and including this message (default: all of it).",
+    )
+    name: PlainName | None = None
 
 
 Origin = Literal["chat", "automation", "all"]
@@ -96,6 +128,7 @@ def _item(row: SessionRow) -> SessionItem:
 
 def _message(m: MessageRow) -> Message:
     return Message(
+        id=m.id,
         role=m.role,
         content=m.content,
         created_at=m.created_at,
@@ -181,3 +214,38 @@ async def restore_session(session_id: str, c: Container = Depends(container)) ->
 async def delete_session(session_id: str, c: Container = Depends(container)) -> SessionStatus:
     await c.sessions.delete_permanently(session_id)
     return SessionStatus(status="deleted", session_id=session_id)
+
+
+@router.post(
+    "/sessions/{session_id}/revert",
+    response_model=RevertOut,
+    response_model_exclude_none=True,
+    responses={
+        409: {
+            "description": "A run is active in the session, the session is archived, "
+            "or it has no turn to revert."
+        }
+    },
+)
+async def revert_session(
+    session_id: str, body: RevertIn | None = Body(default=None), c: Container = Depends(container)
+) -> RevertOut:
+    done = await c.sessions.revert(session_id, body.turns if body else 1)
+    return RevertOut(
+        status="reverted",
+        session_id=session_id,
+        turns=done.turns,
+        removed=[_message(m) for m in done.removed],
+        text=done.first.content,
+        images=done.first.images,
+    )
+
+
+@router.post("/sessions/{session_id}/branch", response_model=SessionItem, status_code=201)
+async def branch_session(
+    session_id: str, body: BranchIn | None = Body(default=None), c: Container = Depends(container)
+) -> SessionItem:
+    row = await c.sessions.branch(
+        session_id, body.message_id if body else None, body.name if body else None
+    )
+    return _item(row)

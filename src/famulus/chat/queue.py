@@ -1,12 +1,19 @@
-"""A message sent while a run is active, waiting for the next turn boundary."""
+"""A message sent while a run is active, waiting for the next turn boundary,
+and its withdrawal before the run takes it in."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import UserContent
 
 from famulus.agent.history import user_content
+from famulus.errors import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from famulus.chat.manager import RunManager
 
 
 @dataclass(frozen=True)
@@ -19,3 +26,54 @@ class QueuedMessage:
 
     def content(self) -> str | list[UserContent]:
         return user_content(self.text, self.images)
+
+
+@dataclass(frozen=True)
+class Withdrawn:
+    session_id: str
+    run_id: str
+    client_id: str
+    message: str
+    images: list[dict[str, Any]] | None
+
+
+class QueueService:
+    """Withdraws queued messages. The run's own queue decides: a message it has
+    already put into a model request cannot be taken back (409); one it still
+    holds leaves both that queue and the database, so no path (ingestion, a
+    cancel's "unanswered" rows, start-up recovery) can bring it back."""
+
+    def __init__(self, manager: RunManager) -> None:
+        self.manager = manager
+        # One withdrawal at a time: a second one for the same message must see the
+        # first one's result, not a row that is about to go.
+        self._lock = asyncio.Lock()
+
+    async def withdraw(self, session_id: str, client_id: str) -> Withdrawn:
+        session = await self.manager.c.sessions.get(session_id)
+        async with self._lock:
+            pending = await self.manager.pending.waiting(session.session_id, client_id)
+            if pending is None:
+                if await self.manager.pending.taken_in(session.session_id, client_id):
+                    raise Conflict(_taken_in(client_id))
+                raise NotFound(
+                    f"No message queued with client_id '{client_id[:64]}' is waiting in this "
+                    "session (it was never queued, or was already withdrawn)."
+                )
+            run = self.manager.active.get(pending.run_id)
+            if run is None or not run.withdraw(pending.id):
+                raise Conflict(_taken_in(client_id))
+            await self.manager.pending.drop(pending.id)
+        await self.manager.events.publish(
+            session.session_id, "message_withdrawn", run_id=pending.run_id, client_id=client_id
+        )
+        return Withdrawn(
+            session.session_id, pending.run_id, client_id, pending.content, pending.images
+        )
+
+
+def _taken_in(client_id: str) -> str:
+    return (
+        f"The message queued with client_id '{client_id[:64]}' was already taken in by "
+        "the run; once the run has finished, POST /sessions/{id}/revert removes it."
+    )

@@ -188,6 +188,21 @@ class Run:
         if enqueue_id is not None:
             self._queued[enqueue_id] = message
 
+    def withdraw(self, pending_id: int) -> bool:
+        """Take back a queued message the agent has not taken in; False once it has
+        (or when this run never held it)."""
+        for message in self._early:
+            if message.pending_id == pending_id:
+                self._early.remove(message)
+                return True
+        for enqueue_id, message in list(self._queued.items()):
+            if message.pending_id == pending_id:
+                if self._agent_run is None or not self._agent_run.dequeue(enqueue_id):
+                    return False  # already in a model request
+                del self._queued[enqueue_id]
+                return True
+        return False
+
     def _attach(self, agent_run: AgentRun[AgentDeps, str]) -> None:
         self._agent_run = agent_run
         early, self._early = self._early, []

@@ -85,6 +85,12 @@ class MemoryJobs:
             self._automations[session_id] = automation_id
         self._arm(session_id, len(await self._new_messages(session_id)))
 
+    async def branched(self, session_id: str) -> None:
+        """A branch's history is a copy: each copied message was or will be read
+        in the session it came from, so the branch starts with all of it read."""
+        marks = self.memory.stores.extraction
+        await marks.set_mark(session_id, await marks.last_message_id(session_id))
+
     async def resume(self) -> None:
         """Start-up: sessions whose quiet timer was waiting when the server stopped
         (messages past their extraction mark) are armed again."""

@@ -11,13 +11,19 @@ every session stays reachable by id.
 
 from __future__ import annotations
 
+import logging
 import secrets
+from dataclasses import dataclass
 
 from famulus.errors import Conflict, NotFound
 from famulus.events import EventHub
 from famulus.hooks import Hooks
+from famulus.store import history_edits
+from famulus.store.history_edits import HistoryEdits
 from famulus.store.sessions import MessageRow, SessionRow, SessionStore
 from famulus.timeutil import now_iso
+
+log = logging.getLogger(__name__)
 
 DEFAULT_NAME = "New session"
 RECENT_LIMIT = 20
@@ -25,6 +31,8 @@ CHAT = "chat"
 AUTOMATION = "automation"
 ORIGINS = (CHAT, AUTOMATION)
 ID_QUOTE_MAX = 64
+NAME_MAX = 200
+BRANCH_SUFFIX = " (branch)"
 
 
 def new_session_id() -> str:
@@ -38,9 +46,29 @@ def quote_id(session_id: str) -> str:
     return session_id[: ID_QUOTE_MAX - 1] + "…"
 
 
+def branch_name(source_name: str) -> str:
+    """``<source name> (branch)``, the source name cut so the whole fits NAME_MAX."""
+    return source_name[: NAME_MAX - len(BRANCH_SUFFIX)] + BRANCH_SUFFIX
+
+
+@dataclass(frozen=True)
+class Reverted:
+    """What a revert removed; ``first`` is the earliest removed user message (the
+    text a client puts back into its input box)."""
+
+    session_id: str
+    turns: int
+    removed: list[MessageRow]
+
+    @property
+    def first(self) -> MessageRow:
+        return self.removed[0]
+
+
 class SessionService:
     def __init__(self, store: SessionStore, events: EventHub, hooks: Hooks) -> None:
         self.store = store
+        self.edits = HistoryEdits(store.db)
         self.events = events
         self.hooks = hooks  # ``before_remove`` / ``before_clear`` run here
 
@@ -151,3 +179,60 @@ class SessionService:
         row = await self.current(session_id)
         messages = await self.messages(row.session_id, roles=("user", "assistant", "tool"))
         return row, messages
+
+    async def _branched(self, session_id: str) -> None:
+        """The ``after_branch`` hooks; the branch exists whatever they do."""
+        for hook in self.hooks.after_branch:
+            try:
+                await hook(session_id)
+            except Exception:
+                log.exception("an after_branch hook failed for session %s", session_id)
+
+    # -- undo and branch ----------------------------------------------------
+
+    async def revert(self, session_id: str, turns: int = 1) -> Reverted:
+        """Remove the last ``turns`` turns so the model no longer sees them. Refused
+        while a run of the session is active: its next write would land after a
+        hole in the conversation it is part of."""
+        await self.get_active(session_id)
+        result = await self.edits.revert(session_id, turns)
+        quoted = quote_id(session_id)
+        if result.status == history_edits.MISSING:  # deleted by a request in between
+            raise NotFound(f"No session with id '{quoted}'.")
+        if result.status == history_edits.BUSY:
+            raise Conflict(
+                f"A run is active in session '{quoted}'; revert after it finishes "
+                "or cancel it with POST /cancel."
+            )
+        if result.status == history_edits.EMPTY:
+            raise Conflict(f"Session '{quoted}' has no turn to revert.")
+        reverted = Reverted(session_id, result.turns, result.removed)
+        await self.events.publish(
+            session_id,
+            "session_reverted",
+            session_id=session_id,
+            turns=reverted.turns,
+            message_ids=[m.id for m in reverted.removed],
+        )
+        return reverted
+
+    async def branch(
+        self, session_id: str, message_id: int | None = None, name: str | None = None
+    ) -> SessionRow:
+        """A new chat session whose history is a copy of this one's up to and
+        including ``message_id`` (all of it by default); the original is untouched."""
+        source = await self.get(session_id)
+        new_id = new_session_id()
+        row = await self.edits.branch(
+            session_id, message_id, new_id, name or branch_name(source.name)
+        )
+        if row is not None:
+            await self._branched(row.session_id)
+            return row
+        quoted = quote_id(session_id)
+        if message_id is None or await self.find(session_id) is None:
+            raise NotFound(f"No session with id '{quoted}' (it was just deleted).")
+        raise NotFound(
+            f"Session '{quoted}' has no message with id {message_id}; its messages and "
+            f"their ids are listed by GET /session/history?session_id={quoted}."
+        )

@@ -1,7 +1,9 @@
 """SQL for queued chat messages: accepted (202) but not yet in history.
 
-The row exists from just before the 202 until the message reaches history; the
-move is one transaction, so a message is always in exactly one of the two.
+The row exists from just before the 202 until the message reaches history (or
+is withdrawn); the move is one transaction, so a message is always in exactly
+one of the two. The history row keeps the message's ``client_id`` in its
+``meta``, so a withdrawal can tell "taken in" from "never queued".
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def _move(
         return None
     conn.execute("DELETE FROM pending_messages WHERE id = ?", (pending_id,))
     p = _pending(row)
+    if p.client_id is not None:
+        meta = {**(meta or {}), "client_id": p.client_id}
     return insert_message(
         conn, p.session_id, "user", p.content, run_id=p.run_id, images=p.images, meta=meta
     )
@@ -89,6 +93,33 @@ class PendingStore:
         await self.db.write(
             lambda conn: conn.execute("DELETE FROM pending_messages WHERE id = ?", (pending_id,))
         )
+
+    async def waiting(self, session_id: str, client_id: str) -> PendingRow | None:
+        """The oldest message of the session queued under ``client_id`` and not yet
+        in history."""
+
+        def op(conn: sqlite3.Connection) -> PendingRow | None:
+            row = conn.execute(
+                "SELECT * FROM pending_messages WHERE session_id = ? AND client_id = ?"
+                " ORDER BY id LIMIT 1",
+                (session_id, client_id),
+            ).fetchone()
+            return _pending(row) if row else None
+
+        return await self.db.read(op)
+
+    async def taken_in(self, session_id: str, client_id: str) -> bool:
+        """Whether a message queued under ``client_id`` reached the session's history."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM messages WHERE session_id = ? AND role = 'user'"
+                " AND json_extract(meta, '$.client_id') = ? LIMIT 1",
+                (session_id, client_id),
+            ).fetchone()
+            return row is not None
+
+        return await self.db.read(op)
 
     async def recover(self, meta: dict[str, Any]) -> list[MessageRow]:
         """Start-up: every message a dead process accepted but never took in goes

@@ -45,6 +45,14 @@ class MessageRow:
     images: list[dict[str, Any]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def through_id(self) -> int:
+        """For a compaction ``summary``: the id of the last raw row it folds (else 0)."""
+        try:
+            return int(self.meta.get("through_id", 0))
+        except (TypeError, ValueError):
+            return 0
+
 
 _SESSION_SELECT = """
 SELECT s.id, s.name, s.sources, s.created_at, s.last_activity, s.archived_at, s.origin,
