@@ -146,7 +146,7 @@ def build_container(settings: Settings) -> Container:
         web=web,
         chat=chat,
         context=context,
-        queue=QueueService(chat),
+        queue=QueueService(core.sessions, chat.pending, core.events, chat.active),
         automations=automations,
         calendar_watcher=watcher,
     )

@@ -177,3 +177,21 @@ async def test_withdraw_racing_a_permanent_delete_never_500s(
         )
         assert answers[0].status_code == 200, answers[0].text
         assert answers[1].status_code in (200, 404, 409), answers[1].text
+
+
+async def test_a_message_that_started_a_run_is_taken_in(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    """A run's first message keeps its client_id: withdrawing it is 409, as for a
+    queued message the run took in (a leftover re-sent as a new run's first
+    message takes this path)."""
+    install_model(app, scripted("done"))
+    sid = await new_session(client)
+    r = await client.post(
+        "/chat/message", json={"message": "hello", "session_id": sid, "client_id": "c-first"}
+    )
+    assert r.status_code == 202 and r.json()["queued"] is False, r.text
+    await events_until(app, sid, "run_finished")
+    r = await client.delete("/chat/queue/c-first", params={"session_id": sid})
+    assert r.status_code == 409 and r.json()["code"] == "conflict", r.text
+    assert "already taken in" in r.json()["detail"]

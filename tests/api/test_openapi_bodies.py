@@ -22,6 +22,8 @@ from famulus.settings import Settings
 # component.field -> why it is free-form
 FREE_FORM = {
     "Message.images[]": "an image part as the model API stores it",
+    "RevertOut.images[]": "as Message.images[] (the reverted message's images)",
+    "WithdrawnOut.images[]": "as Message.images[] (the withdrawn message's images)",
     "FactOut.provenance": "where a fact came from, one shape per source type",
     "InspectedFact.provenance": "as FactOut.provenance",
     "EventOut.data": "a learning event's payload, one shape per event type",

@@ -173,7 +173,7 @@ class RunManager:
         # A stream joining while run_started is written replays from it.
         self.starting[session_id] = spec.run_id
         try:
-            await self.recorder.started(spec, inp.message, inp.images)
+            await self.recorder.started(spec, inp.message, inp.images, inp.client_id)
         finally:
             if self.starting.get(session_id) == spec.run_id:
                 del self.starting[session_id]

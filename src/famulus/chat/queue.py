@@ -4,16 +4,17 @@ and its withdrawal before the run takes it in."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic_ai.messages import UserContent
 
 from famulus.agent.history import user_content
 from famulus.errors import Conflict, NotFound
-
-if TYPE_CHECKING:
-    from famulus.chat.manager import RunManager
+from famulus.events import EventHub
+from famulus.sessions.service import SessionService
+from famulus.store.pending import PendingStore
 
 
 @dataclass(frozen=True)
@@ -37,34 +38,49 @@ class Withdrawn:
     images: list[dict[str, Any]] | None
 
 
+class Withdrawing(Protocol):
+    """A live run, as far as withdrawing goes (``chat.run.Run`` has it)."""
+
+    def withdraw(self, pending_id: int) -> bool: ...
+
+
 class QueueService:
     """Withdraws queued messages. The run's own queue decides: a message it has
     already put into a model request cannot be taken back (409); one it still
     holds leaves both that queue and the database, so no path (ingestion, a
     cancel's "unanswered" rows, start-up recovery) can bring it back."""
 
-    def __init__(self, manager: RunManager) -> None:
-        self.manager = manager
+    def __init__(
+        self,
+        sessions: SessionService,
+        pending: PendingStore,
+        events: EventHub,
+        active: Mapping[str, Withdrawing],
+    ) -> None:
+        self.sessions = sessions
+        self.pending = pending
+        self.events = events
+        self.active = active  # run_id -> live run: the run manager's own map
         # One withdrawal at a time: a second one for the same message must see the
         # first one's result, not a row that is about to go.
         self._lock = asyncio.Lock()
 
     async def withdraw(self, session_id: str, client_id: str) -> Withdrawn:
-        session = await self.manager.c.sessions.get(session_id)
+        session = await self.sessions.get(session_id)
         async with self._lock:
-            pending = await self.manager.pending.waiting(session.session_id, client_id)
+            pending = await self.pending.waiting(session.session_id, client_id)
             if pending is None:
-                if await self.manager.pending.taken_in(session.session_id, client_id):
+                if await self.pending.taken_in(session.session_id, client_id):
                     raise Conflict(_taken_in(client_id))
                 raise NotFound(
                     f"No message queued with client_id '{client_id[:64]}' is waiting in this "
                     "session (it was never queued, or was already withdrawn)."
                 )
-            run = self.manager.active.get(pending.run_id)
+            run = self.active.get(pending.run_id)
             if run is None or not run.withdraw(pending.id):
                 raise Conflict(_taken_in(client_id))
-            await self.manager.pending.drop(pending.id)
-        await self.manager.events.publish(
+            await self.pending.drop(pending.id)
+        await self.events.publish(
             session.session_id, "message_withdrawn", run_id=pending.run_id, client_id=client_id
         )
         return Withdrawn(

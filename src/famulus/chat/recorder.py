@@ -62,13 +62,20 @@ class RunRecorder:
     # -- the run log ---------------------------------------------------------
 
     async def started(
-        self, spec: RunSpec, message: str, images: list[dict[str, str]] | None
+        self,
+        spec: RunSpec,
+        message: str,
+        images: list[dict[str, str]] | None,
+        client_id: str | None = None,
     ) -> None:
         """The person's message, the run's row and ``run_started``: one transaction,
-        so the event is out after a single trip to the writer."""
+        so the event is out after a single trip to the writer. The message keeps
+        its ``client_id`` (a queued message re-sent as a new run's first one is
+        then known as taken in, see ``chat/queue.py``)."""
+        meta = {"client_id": client_id} if client_id else None
         ops = [
             self.history.message_op(
-                spec.session_id, "user", message, run_id=spec.run_id, images=images
+                spec.session_id, "user", message, run_id=spec.run_id, images=images, meta=meta
             ),
             self.runs.create_op(
                 spec.run_id,
