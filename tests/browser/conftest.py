@@ -53,9 +53,18 @@ class Famulus:
 
 
 @pytest.fixture(scope="module")
-def famulus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Famulus]:
+def famulus_env() -> dict[str, str]:
+    """More environment for the server; a test module overrides this fixture to
+    point provider base URLs (FAMULUS_*_BASE_URL) at a fake, for instance."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def famulus(
+    tmp_path_factory: pytest.TempPathFactory, famulus_env: dict[str, str]
+) -> Iterator[Famulus]:
     home = tmp_path_factory.mktemp("browser") / "home"
-    env = {"FAMULUS_API_KEY": KEY, "FAMULUS_LOG_LEVEL": "warning"}
+    env = {"FAMULUS_API_KEY": KEY, "FAMULUS_LOG_LEVEL": "warning", **famulus_env}
     server = ServerProcess(home, env=env).start()
     with httpx.Client(
         base_url=server.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=10

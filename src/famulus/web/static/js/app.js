@@ -5,9 +5,13 @@
 import { api } from "./api.js";
 import { clear, h } from "./dom.js";
 import { view as chat } from "./views/chat.js";
+import { view as automations } from "./views/automations.js";
+import { view as settings } from "./views/settings.js";
 
 const VIEWS = [
   chat,
+  automations,
+  settings,
 ];
 
 const app = document.getElementById("app");
