@@ -16,6 +16,9 @@ from tests.support.scripted_openai import ScriptedOpenAI, Turn
 
 
 def _open(browser: WebDriver) -> None:
+    # the sign-in lands on chat, which then picks its session (#/chat/<id>):
+    # wait for that, or chat's late navigation would replace this view
+    wait_until(browser, "location.hash.startsWith('#/chat/')")
     browser.execute_script("location.hash = '#/automations'")
     wait_for(browser, ".view-automations .auto-new")
 

@@ -48,6 +48,9 @@ def webhook() -> Iterator[Recorder]:
 
 
 def _open(browser: WebDriver) -> None:
+    # the sign-in lands on chat, which then picks its session (#/chat/<id>):
+    # wait for that, or chat's late navigation would replace this view
+    wait_until(browser, "location.hash.startsWith('#/chat/')")
     browser.execute_script("location.hash = '#/settings'")
     # generous: a cold page load on a loaded machine fetches every module first
     wait_for(browser, ".view-settings .provider-list", timeout=20)
@@ -219,8 +222,7 @@ def test_directives_editor(signed_in: WebDriver, famulus: Famulus) -> None:
     assert famulus.http.get("/directives").json() == {
         "content": "Answer in German.\nKeep it short."
     }
-    signed_in.refresh()
-    _open(signed_in)
-    assert wait_for(signed_in, ".directives-text").get_attribute("value") == (
+    signed_in.refresh()  # a reload stays on #/settings
+    assert wait_for(signed_in, ".directives-text", timeout=20).get_attribute("value") == (
         "Answer in German.\nKeep it short."
     )
