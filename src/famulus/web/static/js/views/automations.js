@@ -241,6 +241,7 @@ async function mount(root, ctx) {
         if (state.open.has(saved.id)) await loadRuns(saved.id);
       }
     }));
+    editorSlot.scrollIntoView({ block: "nearest" });
     editorSlot.querySelector("input")?.focus();
   }
 
@@ -265,7 +266,7 @@ async function mount(root, ctx) {
     try {
       const detail = await ctx.api.get(`/automations/${id}`);
       state.details.set(id, detail);
-      const { runs, session_id: _sid, ...fields } = detail;
+      const { runs: _runs, session_id: _sid, ...fields } = detail;
       state.automations = state.automations.map((a) => (a.id === id ? { ...a, ...fields } : a));
       if (detail.running && !abort.signal.aborted) {
         followUps.set(id, setTimeout(() => state.open.has(id) && loadRuns(id), 2000));
