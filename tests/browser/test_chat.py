@@ -91,6 +91,18 @@ def test_links_open_safely(signed_in: WebDriver, famulus: Famulus, model: Script
     assert text_of(signed_in, "#transcript .msg.assistant code") == "code"
 
 
+def test_code_blocks_are_highlighted(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    open_session(signed_in, famulus, "code")
+    model.push(Turn(text="Here:\n\n```python\ndef double(x):\n    return 2 * x\n```\n"))
+    say(signed_in, "some code")
+    keyword = wait_for(signed_in, "#transcript pre code.hljs .hljs-keyword")
+    assert keyword.text == "def"
+    assert "return 2 * x" in text_of(signed_in, "#transcript pre code")
+    assert console_errors(signed_in) == []
+
+
 def test_sessions_new_rename_archive_restore_delete(signed_in: WebDriver, famulus: Famulus) -> None:
     signed_in.find_element(By.CSS_SELECTOR, "#new-session").click()
     wait_text(signed_in, "#session-name", "New session")
