@@ -5,6 +5,9 @@ completion, the context meter, and recovery from a server restart."""
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -308,3 +311,28 @@ def test_restart_mid_stream_recovers_showing_nothing_twice(
     assert texts[0] == "First answer." and texts[-1] == "Third answer."
     assert len(texts) == 3 and texts[1].startswith("y0 y1")
     assert len(all_of(signed_in, "#transcript .notice.error")) == 1
+
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_attach_an_image(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    open_session(signed_in, famulus, "image")
+    picture = tmp_path / "dot.png"
+    picture.write_bytes(PNG)
+    signed_in.find_element(By.CSS_SELECTOR, "#attach-input").send_keys(str(picture))
+    wait_for(signed_in, "#attachments .thumb img")
+    model.push(Turn(text="A single dot."))
+    say(signed_in, "what is this?")
+    wait_text(signed_in, "#transcript > .msg.assistant", "A single dot.")
+    assert all_of(signed_in, "#attachments .thumb") == []
+    wait_for(signed_in, "#transcript .msg.user .thumbs img")
+    parts = model.requests[-1]["messages"][-1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+    assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
+    signed_in.refresh()  # from history too
+    wait_for(signed_in, "#transcript .msg.user .thumbs img")
