@@ -6,6 +6,8 @@ completion, the context meter, and recovery from a server restart."""
 from __future__ import annotations
 
 import base64
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from selenium.common.exceptions import NoAlertPresentException
@@ -15,6 +17,14 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from tests.browser.conftest import Famulus
 from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_text, wait_until
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
+from tests.support.tcp_proxy import TcpProxy
+
+
+def wait_until_true(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.1)
 
 
 def open_session(browser: WebDriver, famulus: Famulus, name: str) -> str:
@@ -336,3 +346,35 @@ def test_attach_an_image(
     assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
     signed_in.refresh()  # from history too
     wait_for(signed_in, "#transcript .msg.user .thumbs img")
+
+
+def test_network_drop_misses_nothing_and_shows_nothing_twice(
+    browser: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    with TcpProxy(famulus.server.port) as proxy:
+        browser.get(f"{proxy.base_url}/#key={famulus.key}")
+        wait_for(browser, "#sign-out")
+        sid = open_session(browser, famulus, "drop")
+        model.push(
+            Turn(text="Before the gap.", tool_calls=[("current_time", {})]),
+            Turn(text="After the gap.", delay=2.0),
+        )
+        say(browser, "go")
+        wait_text(browser, "#transcript > .msg.assistant", "Before the gap.")
+        proxy.cut()  # the network goes; the run goes on
+        wait_until(
+            browser, "document.querySelector('#run-status').textContent.includes('Reconnecting')"
+        )
+        done = lambda: (
+            famulus.http.get(  # noqa: E731
+                "/session/history", params={"session_id": sid}
+            ).json()["messages"][-1]["content"]
+            == "After the gap."
+        )
+        wait_until_true(done)
+        proxy.restore()
+        wait_text(browser, "#transcript", "After the gap.", timeout=15)
+        assert assistant_texts(browser) == ["Before the gap.", "After the gap."]
+        assert len(all_of(browser, "#transcript > details.tool")) == 1
+        wait_until(browser, "document.querySelector('#cancel').disabled")
+        assert "Reconnecting" not in text_of(browser, "#run-status")

@@ -505,14 +505,22 @@ class ChatView {
         signal: this.abort.signal,
         onEvent: (type, data, id) => this.event(type, data, id),
         onDrop: () => this.dropped(),
-        onOpen: () => this.status.classList.remove("offline"),
+        onOpen: () => this.reconnected(),
       })
       .catch((error) => this.fail(error));
   }
 
   dropped() {
     // Half-streamed blocks stay; their complete `text` event comes on reconnect.
-    if (!this.abort.signal.aborted) this.status.textContent = "Reconnecting…";
+    if (this.abort.signal.aborted) return;
+    this.offline = true;
+    this.status.textContent = "Reconnecting…";
+  }
+
+  reconnected() {
+    if (!this.offline) return;
+    this.offline = false;
+    this.status.textContent = this.running ? "Working…" : "";
   }
 
   event(type, data, id) {
