@@ -5,6 +5,7 @@ completion, the context meter, and recovery from a server restart."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from collections.abc import Callable
@@ -18,6 +19,9 @@ from tests.browser.conftest import Famulus
 from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_text, wait_until
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
 from tests.support.tcp_proxy import TcpProxy
+
+from famulus.store.db import Database
+from famulus.store.sessions import SessionStore
 
 
 def wait_until_true(check: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -365,12 +369,11 @@ def test_network_drop_misses_nothing_and_shows_nothing_twice(
         wait_until(
             browser, "document.querySelector('#run-status').textContent.includes('Reconnecting')"
         )
-        done = lambda: (
-            famulus.http.get(  # noqa: E731
-                "/session/history", params={"session_id": sid}
-            ).json()["messages"][-1]["content"]
-            == "After the gap."
-        )
+
+        def done() -> bool:
+            history = famulus.http.get("/session/history", params={"session_id": sid}).json()
+            return bool(history["messages"][-1]["content"] == "After the gap.")
+
         wait_until_true(done)
         proxy.restore()
         wait_text(browser, "#transcript", "After the gap.", timeout=15)
@@ -378,3 +381,37 @@ def test_network_drop_misses_nothing_and_shows_nothing_twice(
         assert len(all_of(browser, "#transcript > details.tool")) == 1
         wait_until(browser, "document.querySelector('#cancel').disabled")
         assert "Reconnecting" not in text_of(browser, "#run-status")
+
+
+def _seed_long_history(famulus: Famulus, sid: str, turns: int) -> None:
+    """Writes ``turns`` question/answer pairs straight into the running server's
+    database (SQLite allows a second writer; a model would take minutes)."""
+    db = Database(famulus.server.home / "famulus.db")
+    db.open()
+
+    async def write() -> None:
+        store = SessionStore(db)
+        for i in range(turns):
+            await store.add_message(sid, "user", f"question {i}")
+            await store.add_message(sid, "assistant", f"answer **{i}**")
+
+    try:
+        asyncio.run(write())
+    finally:
+        db.close()
+
+
+def test_a_500_message_session_is_drawn_in_chunks(signed_in: WebDriver, famulus: Famulus) -> None:
+    sid = str(famulus.http.post("/sessions", json={"name": "long"}).json()["session_id"])
+    _seed_long_history(famulus, sid, 250)
+    signed_in.execute_script("location.hash = arguments[0]", f"#/chat/{sid}")
+    wait_text(signed_in, "#transcript", "answer 249")
+    drawn = len(all_of(signed_in, "#transcript .msg"))
+    assert 100 <= drawn <= 130
+    assert "question 0" not in text_of(signed_in, "#transcript")
+    while all_of(signed_in, "#show-earlier"):
+        signed_in.find_element(By.CSS_SELECTOR, "#show-earlier").click()
+    wait_text(signed_in, "#transcript", "question 0")
+    assert len(all_of(signed_in, "#transcript .msg")) == 500
+    texts = [e.text for e in all_of(signed_in, "#transcript .msg.user")]
+    assert texts == [f"question {i}" for i in range(250)]
