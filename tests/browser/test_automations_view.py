@@ -123,6 +123,27 @@ def test_edit_trigger_days_pause_and_make_writable(
     assert got["enabled"] is False and got["writable"] is True and got["next_run_at"] is None
 
 
+def test_a_run_started_elsewhere_shows_up_through_the_event_feed(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    r = famulus.http.post(
+        "/automations",
+        json={"name": "Elsewhere", "description": "x", "trigger": {"type": "time", "every": "9h"}},
+    )
+    aid = r.json()["id"]
+    _open(signed_in)
+    _, card = _card(signed_in, famulus, "Elsewhere")
+    wait_text(signed_in, f"{card} .auto-head .badge", "never run")
+    # no click and no open runs panel: only GET /automations/events can tell the page
+    model.push(Turn(text="Done elsewhere."))
+    assert famulus.http.post(f"/automations/{aid}/run").status_code == 202
+    wait_until(
+        signed_in,
+        f"document.querySelector('{card} .auto-head .badge')?.textContent === 'ok'",
+    )
+    assert "Last:" in signed_in.find_element(By.CSS_SELECTOR, f"{card} .auto-meta").text
+
+
 def test_delete_asks_first(signed_in: WebDriver, famulus: Famulus) -> None:
     r = famulus.http.post(
         "/automations",

@@ -121,6 +121,19 @@ def test_connect_a_provider_and_choose_it_as_the_chat_model(
     assert console_errors(signed_in) == []
 
 
+def test_connect_a_service(signed_in: WebDriver, famulus: Famulus) -> None:
+    _open(signed_in)
+    bot = '.service[data-service="telegram"]'
+    wait_for(signed_in, f"{bot} .service-key").send_keys("123456:good-bot-token")
+    signed_in.find_element(By.CSS_SELECTOR, f"{bot} .service-connect").click()
+    _badge(signed_in, bot, "connected")
+    services = {s["id"]: s for s in famulus.http.get("/services").json()["services"]}
+    assert services["telegram"]["connected"] is True
+    signed_in.find_element(By.CSS_SELECTOR, f"{bot} .service-disconnect").click()
+    wait_for(signed_in, "dialog.confirm [data-confirm]").click()
+    _badge(signed_in, bot, "not connected")
+
+
 def test_oauth_sign_in_opens_the_provider_page_and_polls_until_connected(
     signed_in: WebDriver, famulus: Famulus, fake: tuple[str, FakeState]
 ) -> None:
