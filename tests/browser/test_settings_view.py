@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -153,6 +154,21 @@ def test_oauth_sign_in_opens_the_provider_page_and_polls_until_connected(
     signed_in.switch_to.window(home)
     status = famulus.http.get("/providers/openai-codex/oauth/status").json()
     assert status == {"status": "connected", "connected": True}
+    famulus.http.delete("/providers/openai-codex")
+
+
+def test_a_sign_in_begun_elsewhere_is_followed_until_connected(
+    signed_in: WebDriver, famulus: Famulus
+) -> None:
+    started = famulus.http.post("/providers/openai-codex/oauth/browser/start").json()
+    _open(signed_in)
+    codex = '.provider[data-provider="openai-codex"]'
+    wait_text(signed_in, f"{codex} .oauth-status", "Waiting for the sign-in")
+    # the person finishes the sign-in in some other browser window
+    page = httpx.get(started["url"], follow_redirects=True, timeout=10)
+    assert page.status_code == 200
+    _badge(signed_in, codex, "connected", timeout=15)
+    assert signed_in.find_element(By.CSS_SELECTOR, f"{codex} .oauth-status").text == ""
     famulus.http.delete("/providers/openai-codex")
 
 

@@ -345,7 +345,17 @@ async function mount(root, ctx) {
     await act(() => ctx.api.del(`/automations/${a.id}`), "Deleted.");
   }
 
+  // Re-rendering replaces the cards; keep keyboard focus on the same control
+  // (a toggled switch, a Runs button) so keyboard use is not thrown back to the top.
+  function focusKey() {
+    const el = document.activeElement;
+    const item = el && list.contains(el) ? el.closest(".auto") : null;
+    const cls = item && [...el.classList].find((c) => c.startsWith("auto-"));
+    return cls ? `.auto[data-id="${item.dataset.id}"] .${cls}` : null;
+  }
+
   function render() {
+    const focused = focusKey();
     clear(list);
     if (!state.automations.length) {
       list.append(h("li", { class: "empty muted" },
@@ -353,6 +363,7 @@ async function mount(root, ctx) {
       return;
     }
     for (const a of state.automations) list.append(card(a));
+    if (focused) list.querySelector(focused)?.focus();
   }
 
   async function refresh() {

@@ -158,13 +158,25 @@ function oauthControls(ctx, p, env) {
       return;
     }
     if (tab) tab.location.href = r.out.url;
+    waiting(r.out.url);
+  });
+  function waiting(url) {
     clear(note);
-    note.append(h("span", {}, "Waiting for the sign-in to finish… "),
-      h("a", { href: r.out.url, target: "_blank", rel: "noopener noreferrer", class: "oauth-link" },
-        "Open the sign-in page"));
+    note.append(h("span", {}, "Waiting for the sign-in to finish… "), url
+      ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", class: "oauth-link" }, "Open the sign-in page")
+      : null);
+    if (env.oauthWatching) return; // one poll per view, whichever card began it
+    env.oauthWatching = true;
     env.poll(async () => {
-      const s = await ctx.api.get(`/providers/${p.id}/oauth/status`);
+      let s;
+      try {
+        s = await ctx.api.get(`/providers/${p.id}/oauth/status`);
+      } catch (err) {
+        env.oauthWatching = false;
+        throw err;
+      }
       if (s.status === "pending") return true;
+      env.oauthWatching = false;
       clear(note);
       if (s.connected) {
         ctx.toast(`${p.name} connected.`, "info");
@@ -176,7 +188,14 @@ function oauthControls(ctx, p, env) {
       }
       return false;
     });
-  });
+  }
+  // A sign-in begun before this view was opened (or before a reload) is still
+  // followed until it ends.
+  if (!p.connected) {
+    ctx.api.get(`/providers/${p.id}/oauth/status`)
+      .then((s) => { if (s.status === "pending") waiting(null); })
+      .catch(() => {});
+  }
   return box;
 }
 
@@ -540,6 +559,7 @@ async function mount(root, ctx) {
   }
   const env = {
     poll,
+    oauthWatching: false,
     changed: async () => { await Promise.all([providers.reload(), custom.reload(), roles.reload(), embedding.reload()]); },
     rolesChanged: async () => { await roles.reload(); },
     embeddingDone: async () => { await Promise.all([embedding.reload(), integrations.reload()]); },
