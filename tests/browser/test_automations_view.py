@@ -114,13 +114,19 @@ def test_edit_trigger_days_pause_and_make_writable(
 
     signed_in.find_element(By.CSS_SELECTOR, f"{card} .auto-enabled").click()
     wait_text(signed_in, f"{card} .auto-next", "Paused")
+    box = f"document.querySelector('{card} .auto-writable')"
+    signed_in.execute_script(f"window.__box = {box}")
     signed_in.find_element(By.CSS_SELECTOR, f"{card} .auto-writable").click()
-    wait_until(
-        signed_in,
-        f"document.querySelector('{card} .auto-writable').checked === true",
+    # the box ticks at once; the server's answer takes a moment
+    got = WebDriverWait(signed_in, 10).until(
+        lambda _: (a := famulus.http.get(f"/automations/{auto['id']}").json())["writable"] and a,
+        "never became writable",
     )
-    got = famulus.http.get(f"/automations/{auto['id']}").json()
-    assert got["enabled"] is False and got["writable"] is True and got["next_run_at"] is None
+    assert got["enabled"] is False and got["next_run_at"] is None
+    # the list is drawn again from the server's state: the box is still ticked,
+    # and keyboard focus moved to the new box
+    wait_until(signed_in, f"{box} !== window.__box && {box}.checked")
+    assert signed_in.execute_script(f"return document.activeElement === {box}")
 
 
 def test_a_run_started_elsewhere_shows_up_through_the_event_feed(
