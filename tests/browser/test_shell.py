@@ -89,7 +89,12 @@ def test_phone_size_has_no_sideways_scrolling(signed_in: WebDriver) -> None:
         assert signed_in.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth"
         )
-        assert signed_in.find_element(By.CSS_SELECTOR, "#send").is_displayed()
-        assert signed_in.find_element(By.CSS_SELECTOR, "#new-session").is_displayed()
+        for css in ("#send", "#message", "#new-session", "#sign-out"):
+            inside = signed_in.execute_script(
+                "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+                "return r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth",
+                css,
+            )
+            assert inside, f"{css} is off screen"
     finally:
         signed_in.set_window_size(size["width"], size["height"])
