@@ -219,6 +219,28 @@ def test_approve_and_deny_a_tool_call(
     assert "not today" in tool_messages[-1]["content"]
 
 
+def test_a_waiting_approval_survives_a_reload(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    open_session(signed_in, famulus, "approval reload")
+    model.push(
+        Turn(
+            text="I will note that.",
+            tool_calls=[("update_directives", {"mode": "append", "text": "Use metric."})],
+        ),
+        Turn(text="Noted."),
+    )
+    say(signed_in, "use metric units")
+    wait_for(signed_in, ".approval button.approve")
+    signed_in.refresh()  # history, then the run still going, drawn once
+    wait_for(signed_in, ".approval button.approve").click()
+    wait_text(signed_in, "#transcript", "Noted.")
+    assert len(all_of(signed_in, ".approval")) == 1
+    assert assistant_texts(signed_in) == ["I will note that.", "Noted."]
+    assert len(all_of(signed_in, "#transcript > details.tool")) == 1
+    assert "Use metric." in famulus.http.get("/directives").json()["content"]
+
+
 def test_escape_cancels_a_slow_run(
     signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
 ) -> None:

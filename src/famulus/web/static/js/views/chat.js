@@ -646,6 +646,7 @@ class ChatView {
     if (text) this.notice(text, kind);
     if (data.run_id === this.running) this.setRunning(null);
     this.loadContext();
+    this.loadSessions(); // message counts and order changed
   }
 
   // ---- sending -------------------------------------------------------------
