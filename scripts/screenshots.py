@@ -32,6 +32,8 @@ MODEL = "scripted-model"
 # (file name, hash route, a CSS selector that shows when the view is drawn)
 SHOTS: list[tuple[str, str, str]] = [
     ("chat", "#/chat", "#transcript .msg.assistant"),
+    ("automations", "#/automations", ".auto-list .auto"),
+    ("settings", "#/settings", ".directives-text"),
 ]
 
 ANSWER = """Here is a plan for **three days in Lisbon**:
@@ -59,6 +61,23 @@ def converse(http: httpx.Client, model: ScriptedOpenAI) -> str:
     return sid
 
 
+def automate(http: httpx.Client) -> None:
+    """Two automations for the automations view (not run: the model's queue is chat's)."""
+    for body in (
+        {
+            "name": "Morning brief",
+            "description": "Summarize today's calendar and anything urgent in my mail.",
+            "trigger": {"type": "time", "at": "07:30", "days": "weekdays"},
+        },
+        {
+            "name": "Inbox watch",
+            "description": "Tell me when a mail from my landlord arrives.",
+            "trigger": {"type": "time", "every": "30m"},
+        },
+    ):
+        http.post("/automations", json=body).raise_for_status()
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI([MODEL]) as model:
@@ -77,6 +96,7 @@ def main() -> None:
                     },
                 ).raise_for_status()
                 sid = converse(http, model)
+                automate(http)
             shoot(server.base_url, sid)
         finally:
             server.stop()
