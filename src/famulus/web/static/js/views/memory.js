@@ -147,11 +147,16 @@ function empty(text) {
   return h("p", { class: "mem-empty muted" }, text);
 }
 
-/** "1–50 of 120" with Previous/Next; calls go(offset) for another page. */
-function pager(total, offset, go) {
+/** "1–50 of 120" with Previous/Next; go(offset) loads another page, then the
+ * list's top is brought into view (the buttons sit below a long list). */
+function pager(total, offset, go, list) {
   if (total <= PAGE && offset === 0) return h("div", { class: "mem-pager" });
-  const prev = button("Previous", () => go(Math.max(0, offset - PAGE)), "mem-prev");
-  const next = button("Next", () => go(offset + PAGE), "mem-next");
+  const jump = async (to) => {
+    await go(to);
+    list.scrollIntoView({ block: "start" });
+  };
+  const prev = button("Previous", () => jump(Math.max(0, offset - PAGE)), "mem-prev");
+  const next = button("Next", () => jump(offset + PAGE), "mem-next");
   prev.disabled = offset === 0;
   next.disabled = offset + PAGE >= total;
   const last = Math.min(total, offset + PAGE);
@@ -442,7 +447,7 @@ async function renderFacts(env) {
     list.append(...facts.map((f) => factItem(env, f)));
     if (!facts.length) list.append(empty(archived ? "No superseded facts." : "No facts yet."));
     clear(pagerSlot);
-    pagerSlot.append(pager(total, offset, (o) => ((offset = o), load())));
+    pagerSlot.append(pager(total, offset, (o) => ((offset = o), load()), list));
   };
   env.listFacts = load;
   clear(body);
@@ -560,7 +565,7 @@ async function pagedList(env, spec, ...before) {
     list.append(...rows.map(spec.item));
     if (!rows.length) list.append(empty(spec.none));
     clear(pagerSlot);
-    pagerSlot.append(pager(got.value.total, offset, (o) => ((offset = o), load())));
+    pagerSlot.append(pager(got.value.total, offset, (o) => ((offset = o), load()), list));
   };
   clear(body);
   body.append(...before, list, pagerSlot);
