@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from urllib.parse import quote
 
 import typer
 from pydantic import ValidationError
@@ -49,16 +50,32 @@ def load_settings(**overrides: object) -> Settings:
         raise typer.Exit(BAD_SETTING) from None
 
 
+def web_address(settings: Settings) -> str:
+    """Where a browser on this machine reaches the web client: the bound host,
+    or loopback when the server listens on every address."""
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{settings.port}/"
+
+
 def _ensure_key(settings: Settings) -> None:
-    """First start without FAMULUS_API_KEY: make a key, print it once, keep its hash."""
+    """First start without FAMULUS_API_KEY: make a key, print it once with a sign-in
+    link for the browser (Jupyter-style), keep only its hash. Otherwise the key is
+    the person's already, and only the address is printed."""
+    address = web_address(settings)
     if settings.api_key is not None or settings.key_file.exists():
+        typer.echo(f"famulus: open {address} in a browser and sign in with your API key.")
         return
     key = generate_key()
     write_key_file(settings.key_file, key)
     typer.echo(
         "famulus: a new API key was generated. It is shown only this once; keep it safe:\n"
         f"\n    {key}\n\n"
-        "Clients send it as 'Authorization: Bearer <key>'. "
+        "Open this link in a browser to sign in to the web client:\n"
+        f"\n    {address}#key={quote(key, safe='')}\n\n"
+        "Clients send the key as 'Authorization: Bearer <key>'. "
         "Run 'famulus key reset' to replace it.",
         err=False,
     )

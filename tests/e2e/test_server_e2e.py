@@ -52,8 +52,10 @@ def test_first_start_generates_key_printed_once(tmp_path: Path) -> None:
     try:
         out = server.output()
         keys = re.findall(r"fam_[A-Za-z0-9_\-]{40,}", out)
-        assert len(keys) == 1
+        assert len(set(keys)) == 1
         key = keys[0]
+        # beside the key, a sign-in link for the web client carrying it
+        assert f"{server.base_url}/#key={key}" in out
         stored = (home / "api_key.json").read_text()
         assert key not in stored and "hash" in json.loads(stored)
         assert stat.S_IMODE((home / "api_key.json").stat().st_mode) == 0o600
@@ -62,9 +64,11 @@ def test_first_start_generates_key_printed_once(tmp_path: Path) -> None:
         assert ok.status_code == 200
     finally:
         server.stop()
-    server.start()  # a second start prints no key
+    server.start()  # a second start prints no key, only the address
     server.stop()
-    assert len(re.findall(r"fam_[A-Za-z0-9_\-]{40,}", server.output())) == 1
+    assert set(re.findall(r"fam_[A-Za-z0-9_\-]{40,}", server.output())) == {key}
+    assert server.output().count(f"#key={key}") == 1
+    assert f"open {server.base_url}/ in a browser" in server.output()
 
     reset = subprocess.run(
         [sys.executable, "-m", "famulus.cli", "key", "reset"],

@@ -29,10 +29,11 @@ from famulus.api import (
     sessions,
     skills,
     sse,
+    web,
 )
 from famulus.api.deps import require_key
 
-PUBLIC: list[APIRouter] = [health.router]
+PUBLIC: list[APIRouter] = [health.router, web.router]
 
 PROTECTED: list[APIRouter] = [
     sessions.router,

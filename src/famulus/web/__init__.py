@@ -1,0 +1,1 @@
+"""The web client's static files."""

@@ -1,0 +1,792 @@
+// Chat: the sessions sidebar and one session's transcript.
+//
+// History comes from GET /session/history; the live stream
+// (GET /chat/events/{id}?stream=true) follows without a cursor, so the server
+// sends only the run still in progress and what happens next. What that
+// replay repeats from history (tool calls, texts) is recognised and skipped;
+// after a drop, api.stream reconnects with Last-Event-ID, and event ids
+// already drawn are skipped, so nothing shows twice.
+
+import { clear, confirmDialog, h, markdown, when } from "../dom.js";
+
+export const view = { name: "chat", title: "Chat", mount };
+
+const HISTORY_CHUNK = 120; // messages drawn at once; earlier ones on request
+
+async function mount(root, ctx) {
+  const sid = ctx.params[0];
+  if (!sid) {
+    const current = await ctx.api.get("/session");
+    ctx.navigate(`#/chat/${encodeURIComponent(current.session_id)}`, true);
+    return undefined;
+  }
+  const chat = new ChatView(root, ctx, sid);
+  await chat.start();
+  return () => chat.stop();
+}
+
+function pretty(value) {
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2);
+}
+
+function asText(content) {
+  if (typeof content === "string") return content;
+  if (content === null || content === undefined) return "";
+  return JSON.stringify(content);
+}
+
+class ChatView {
+  constructor(root, ctx, sid) {
+    this.root = root;
+    this.ctx = ctx;
+    this.api = ctx.api;
+    this.sid = sid;
+    this.abort = new AbortController();
+    this.running = null; // run id of the foreground run
+    this.lastId = 0; // highest event id drawn
+    this.tools = new Map(); // tool_id -> {el, nested, result, done}
+    this.streams = new Map(); // "depth:parent" -> {el, text, frame}
+    this.approvals = new Map(); // tool_id -> approval card
+    this.queued = new Map(); // client_id -> badge
+    this.replayTexts = []; // assistant texts of the last turn in history
+    this.skills = null;
+    this.showArchived = false;
+    this.onKey = (event) => this.globalKey(event);
+  }
+
+  // ---- layout --------------------------------------------------------------
+
+  async start() {
+    this.build();
+    document.addEventListener("keydown", this.onKey);
+    await Promise.all([this.loadSessions(), this.loadSession(), this.loadHistory()]);
+    this.connect();
+    this.loadContext();
+    this.input.focus();
+  }
+
+  stop() {
+    this.abort.abort();
+    document.removeEventListener("keydown", this.onKey);
+    for (const entry of this.streams.values()) cancelAnimationFrame(entry.frame);
+  }
+
+  build() {
+    const { api } = this;
+    this.list = h("ul", { class: "session-list" });
+    this.archivedToggle = h(
+      "button",
+      { type: "button", id: "toggle-archived", on: { click: () => this.toggleArchived() } },
+      "Archived",
+    );
+    const sidebar = h(
+      "aside",
+      { class: "sessions" },
+      h(
+        "header",
+        {},
+        h("button", { type: "button", id: "new-session", class: "primary", on: { click: () => this.newSession() } }, "New"),
+        this.archivedToggle,
+      ),
+      this.list,
+    );
+    this.title = h("h2", { id: "session-name" }, "");
+    this.archivedNote = h("span", { class: "archived-note hidden" }, "archived");
+    this.meterBar = h("progress", { id: "context-bar", max: 1, value: 0 });
+    this.meterText = h("span", { id: "context-text" }, "");
+    this.actions = h("div", { class: "row" });
+    const head = h(
+      "div",
+      { class: "chat-head" },
+      this.title,
+      this.archivedNote,
+      h(
+        "div",
+        { class: "meter", title: "Context: tokens the next request would send" },
+        this.meterBar,
+        this.meterText,
+        h("button", { type: "button", id: "compact", class: "link", on: { click: () => this.compact() } }, "Compact"),
+      ),
+      this.actions,
+    );
+    this.transcript = h("div", { class: "transcript", id: "transcript", "aria-live": "polite" });
+    this.status = h("div", { class: "status-line", id: "run-status" });
+    this.input = h("textarea", {
+      id: "message",
+      rows: 2,
+      placeholder: "Message famulus — Enter sends, Shift+Enter new line, / for skills",
+      on: { keydown: (e) => this.composerKey(e), input: () => this.updateCompletion() },
+    });
+    this.completion = h("ul", { class: "completion hidden", id: "skill-completion", role: "listbox" });
+    this.cancelButton = h(
+      "button",
+      { type: "button", id: "cancel", disabled: true, on: { click: () => this.cancel() } },
+      "Cancel",
+    );
+    this.backgroundButton = h(
+      "button",
+      { type: "button", id: "background", disabled: true, on: { click: () => this.background() } },
+      "Background",
+    );
+    const composer = h(
+      "div",
+      { class: "composer" },
+      this.completion,
+      this.input,
+      h(
+        "div",
+        { class: "row" },
+        this.cancelButton,
+        this.backgroundButton,
+        h("button", { type: "button", id: "send", class: "primary", on: { click: () => this.send() } }, "Send"),
+      ),
+    );
+    this.root.append(sidebar, h("div", { class: "chat" }, head, this.transcript, this.status, composer));
+    void api;
+  }
+
+  fail(error) {
+    if (this.abort.signal.aborted) return;
+    this.ctx.toast(error.detail || error.message || String(error), "error");
+  }
+
+  // ---- sessions ------------------------------------------------------------
+
+  async loadSessions() {
+    try {
+      const path = this.showArchived ? "/sessions/archived" : "/sessions";
+      const { sessions } = await this.api.get(path, this.showArchived ? { limit: 200 } : undefined);
+      this.drawSessions(sessions);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  drawSessions(sessions) {
+    clear(this.list);
+    this.archivedToggle.textContent = this.showArchived ? "Active" : "Archived";
+    if (!sessions.length) {
+      this.list.append(h("li", { class: "muted" }, this.showArchived ? "No archived sessions." : "No sessions."));
+    }
+    for (const s of sessions) {
+      this.list.append(
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            {
+              href: `#/chat/${encodeURIComponent(s.session_id)}`,
+              class: s.session_id === this.sid ? "active" : "",
+              dataset: { sid: s.session_id },
+            },
+            s.name,
+            h("small", {}, `${when(s.last_activity)} · ${s.message_count} messages`),
+          ),
+        ),
+      );
+    }
+  }
+
+  toggleArchived() {
+    this.showArchived = !this.showArchived;
+    this.loadSessions();
+  }
+
+  async newSession() {
+    try {
+      const created = await this.api.post("/sessions", {});
+      this.ctx.navigate(`#/chat/${encodeURIComponent(created.session_id)}`);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  async loadSession() {
+    try {
+      const [session, archived] = await Promise.all([
+        this.api.get("/session", { session_id: this.sid }),
+        this.api.get("/sessions/archived", { limit: 200, origin: "all" }),
+      ]);
+      this.name = session.name;
+      this.archived = archived.sessions.some((s) => s.session_id === this.sid);
+      this.drawHead();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  drawHead() {
+    this.title.textContent = this.name || "";
+    this.archivedNote.classList.toggle("hidden", !this.archived);
+    clear(this.actions).append(
+      h("button", { type: "button", id: "rename", on: { click: () => this.rename() } }, "Rename"),
+      this.archived
+        ? h("button", { type: "button", id: "restore", on: { click: () => this.restore() } }, "Restore")
+        : h("button", { type: "button", id: "archive", on: { click: () => this.archive() } }, "Archive"),
+      h("button", { type: "button", id: "delete", class: "danger", on: { click: () => this.remove() } }, "Delete"),
+    );
+  }
+
+  rename() {
+    const field = h("input", { type: "text", id: "rename-input", value: this.name || "", maxlength: 200 });
+    const finish = async (save) => {
+      field.replaceWith(this.title);
+      if (!save || !field.value.trim() || field.value.trim() === this.name) return;
+      try {
+        const item = await this.api.patch(`/sessions/${encodeURIComponent(this.sid)}`, { name: field.value.trim() });
+        this.name = item.name;
+        this.drawHead();
+        this.loadSessions();
+      } catch (error) {
+        this.fail(error);
+      }
+    };
+    field.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        finish(true);
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        event.stopPropagation();
+        finish(false);
+      }
+    });
+    field.addEventListener("blur", () => field.isConnected && finish(true));
+    this.title.replaceWith(field);
+    field.focus();
+    field.select();
+  }
+
+  async archive() {
+    try {
+      await this.api.del(`/sessions/${encodeURIComponent(this.sid)}`);
+      this.archived = true;
+      this.drawHead();
+      this.loadSessions();
+      this.ctx.toast("Session archived.");
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  async restore() {
+    try {
+      await this.api.post(`/sessions/${encodeURIComponent(this.sid)}/restore`);
+      this.archived = false;
+      this.drawHead();
+      this.loadSessions();
+      this.ctx.toast("Session restored.");
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  async remove() {
+    const ok = await confirmDialog(
+      `Delete "${this.name}" for good? Its history and events are removed; this cannot be undone.`,
+      "Delete for good",
+    );
+    if (!ok) return;
+    try {
+      await this.api.del(`/sessions/${encodeURIComponent(this.sid)}/permanent`);
+      this.ctx.toast("Session deleted.");
+      this.ctx.navigate("#/chat");
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  // ---- history -------------------------------------------------------------
+
+  async loadHistory() {
+    let messages;
+    try {
+      ({ messages } = await this.api.get("/session/history", { session_id: this.sid }));
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.history = messages;
+    let start = Math.max(0, messages.length - HISTORY_CHUNK);
+    while (start > 0 && messages[start].role !== "user") start -= 1;
+    this.drawMessages(messages.slice(start), this.transcript);
+    this.earlierEnd = start;
+    this.drawEarlierButton();
+    // The texts of the last turn may come again when a run is still going.
+    const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+    this.replayTexts = messages
+      .slice(lastUser + 1)
+      .filter((m) => m.role === "assistant" && m.content)
+      .map((m) => asText(m.content));
+    this.scrollToEnd(true);
+  }
+
+  drawEarlierButton() {
+    this.earlierButton?.remove();
+    if (this.earlierEnd <= 0) return;
+    this.earlierButton = h(
+      "button",
+      { type: "button", class: "link", id: "show-earlier", on: { click: () => this.showEarlier() } },
+      `Show ${this.earlierEnd} earlier messages`,
+    );
+    this.transcript.prepend(this.earlierButton);
+  }
+
+  showEarlier() {
+    const end = this.earlierEnd;
+    let start = Math.max(0, end - HISTORY_CHUNK);
+    while (start > 0 && this.history[start].role !== "user") start -= 1;
+    const holder = document.createDocumentFragment();
+    const before = this.transcript.scrollHeight;
+    this.drawMessages(this.history.slice(start, end), holder);
+    this.earlierButton.after(holder);
+    this.earlierEnd = start;
+    this.drawEarlierButton();
+    this.transcript.scrollTop += this.transcript.scrollHeight - before;
+  }
+
+  drawMessages(messages, into) {
+    for (const m of messages) {
+      if (m.role === "user") {
+        into.append(this.userBubble(asText(m.content), m.created_at));
+      } else if (m.role === "assistant") {
+        if (m.content) into.append(this.assistantBubble(asText(m.content)));
+        for (const call of m.tool_calls || []) into.append(this.toolItem(call.id, call.name, call.arguments, ""));
+      } else if (m.role === "tool") {
+        const tool = this.tools.get(m.tool_call_id);
+        if (tool) this.setResult(tool, asText(m.content), false, null);
+      }
+    }
+  }
+
+  userBubble(text, createdAt) {
+    return h("div", { class: "msg user", title: when(createdAt) }, text);
+  }
+
+  assistantBubble(text) {
+    const el = h("div", { class: "msg assistant" });
+    el.append(markdown(text));
+    return el;
+  }
+
+  toolItem(id, name, args, description) {
+    const summary = h("summary", {}, h("span", { class: "tool-name" }, name), description ? ` — ${description}` : "");
+    const nested = h("div", { class: "nested hidden" });
+    const result = h("pre", { class: "tool-result hidden" });
+    const el = h(
+      "details",
+      { class: "tool", dataset: { toolId: id } },
+      summary,
+      h("div", { class: "muted" }, "Arguments"),
+      h("pre", { class: "tool-args" }, pretty(args ?? {})),
+      nested,
+      result,
+    );
+    this.tools.set(id, { el, summary, nested, result, done: false });
+    return el;
+  }
+
+  setResult(tool, text, error, durationMs) {
+    tool.done = true;
+    tool.result.textContent = text;
+    tool.result.classList.remove("hidden");
+    tool.el.classList.toggle("failed", Boolean(error));
+    const note = [error ? "failed" : "done", durationMs != null ? `${durationMs} ms` : ""].filter(Boolean).join(", ");
+    tool.summary.append(h("span", { class: "muted tool-state" }, ` (${note})`));
+  }
+
+  // ---- live events ---------------------------------------------------------
+
+  connect() {
+    this.api
+      .stream(`/chat/events/${encodeURIComponent(this.sid)}?stream=true`, {
+        signal: this.abort.signal,
+        onEvent: (type, data, id) => this.event(type, data, id),
+        onDrop: () => this.dropped(),
+        onOpen: () => this.status.classList.remove("offline"),
+      })
+      .catch((error) => this.fail(error));
+  }
+
+  dropped() {
+    // Half-streamed blocks stay; their complete `text` event comes on reconnect.
+    if (!this.abort.signal.aborted) this.status.textContent = "Reconnecting…";
+  }
+
+  event(type, data, id) {
+    if (id) {
+      const n = Number(id);
+      if (n <= this.lastId) return;
+      this.lastId = n;
+    }
+    const near = this.nearEnd();
+    const handler = HANDLERS[type];
+    if (handler) handler.call(this, data);
+    this.scrollToEnd(near);
+  }
+
+  container(data) {
+    if (data.parent_id && this.tools.has(data.parent_id)) {
+      const { nested } = this.tools.get(data.parent_id);
+      nested.classList.remove("hidden");
+      return nested;
+    }
+    return this.transcript;
+  }
+
+  setRunning(runId) {
+    this.running = runId;
+    this.cancelButton.disabled = !runId;
+    this.backgroundButton.disabled = !runId;
+    if (!runId) this.status.textContent = "";
+  }
+
+  notice(text, kind = "") {
+    this.transcript.append(h("div", { class: ["notice", kind] }, text));
+  }
+
+  delta(data) {
+    const key = `${data.depth || 0}:${data.parent_id || ""}`;
+    let entry = this.streams.get(key);
+    if (!entry) {
+      entry = { el: h("div", { class: "msg assistant streaming" }), text: "", frame: 0 };
+      this.streams.set(key, entry);
+      this.container(data).append(entry.el);
+    }
+    entry.text += data.content;
+    if (!entry.frame) {
+      entry.frame = requestAnimationFrame(() => {
+        entry.frame = 0;
+        clear(entry.el).append(markdown(entry.text));
+      });
+    }
+  }
+
+  text(data) {
+    const key = `${data.depth || 0}:${data.parent_id || ""}`;
+    const entry = this.streams.get(key);
+    if (entry) {
+      cancelAnimationFrame(entry.frame);
+      this.streams.delete(key);
+      entry.el.classList.remove("streaming");
+      clear(entry.el).append(markdown(data.content));
+      return;
+    }
+    const seen = this.replayTexts.indexOf(data.content);
+    if (!data.depth && seen >= 0) {
+      this.replayTexts.splice(seen, 1); // already drawn from history
+      return;
+    }
+    this.container(data).append(this.assistantBubble(data.content));
+  }
+
+  toolCall(data) {
+    if (this.tools.has(data.tool_id)) return;
+    this.container(data).append(this.toolItem(data.tool_id, data.name, data.args, data.description));
+  }
+
+  toolResult(data) {
+    const tool = this.tools.get(data.tool_id);
+    this.approvals.get(data.tool_id)?.settle(data.error ? "denied or failed" : "answered");
+    if (!tool || tool.done) return;
+    this.setResult(tool, asText(data.result ?? data.preview), data.error, data.duration_ms);
+  }
+
+  approval(data) {
+    if (this.approvals.has(data.tool_id)) return;
+    const note = h("input", { type: "text", class: "note", placeholder: "Note for the model (optional, sent with Deny)" });
+    const buttons = h("div", { class: "row" });
+    const card = h(
+      "div",
+      { class: "approval", dataset: { toolId: data.tool_id } },
+      h("strong", {}, `Approve ${data.name}?`),
+      data.description ? h("div", {}, data.description) : null,
+      h("pre", {}, pretty(data.args ?? {})),
+      buttons,
+    );
+    const settle = (text) => {
+      clear(buttons).append(h("span", { class: "muted approval-state" }, text));
+    };
+    const answer = async (approved) => {
+      for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+      const body = { run_id: data.run_id, tool_id: data.tool_id, approved };
+      if (!approved && note.value.trim()) body.result = note.value.trim();
+      try {
+        const r = await this.api.post("/tools/result", body);
+        settle(r.status === "approved" ? "Approved" : "Denied");
+      } catch (error) {
+        this.fail(error);
+        for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+      }
+    };
+    buttons.append(
+      note,
+      h("button", { type: "button", class: "primary approve", on: { click: () => answer(true) } }, "Approve"),
+      h("button", { type: "button", class: "danger deny", on: { click: () => answer(false) } }, "Deny"),
+    );
+    this.approvals.set(data.tool_id, { settle });
+    this.transcript.append(card);
+  }
+
+  ended(data, text, kind) {
+    for (const entry of this.streams.values()) entry.el.classList.remove("streaming");
+    if (text) this.notice(text, kind);
+    if (data.run_id === this.running) this.setRunning(null);
+    this.loadContext();
+  }
+
+  // ---- sending -------------------------------------------------------------
+
+  async send() {
+    const text = this.input.value;
+    if (!text.trim()) return;
+    this.closeCompletion();
+    const clientId = `c_${crypto.randomUUID()}`;
+    this.input.value = "";
+    try {
+      const r = await this.api.post("/chat/message", { message: text, session_id: this.sid, client_id: clientId });
+      const bubble = this.userBubble(text, new Date().toISOString());
+      if (r.queued) {
+        const badge = h("span", { class: "badge queued" }, "queued");
+        bubble.append(badge);
+        this.queued.set(clientId, badge);
+      } else {
+        this.setRunning(r.run_id);
+      }
+      this.transcript.append(bubble);
+      this.replayTexts = [];
+      this.scrollToEnd(true);
+    } catch (error) {
+      if (!this.input.value) this.input.value = text;
+      this.fail(error);
+    }
+  }
+
+  async cancel() {
+    try {
+      const r = await this.api.post("/cancel", this.running ? { run_id: this.running } : { session_id: this.sid });
+      if (r.status === "idle") this.setRunning(null);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  async background() {
+    if (!this.running) return;
+    try {
+      await this.api.post("/chat/background", { run_id: this.running });
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  composerKey(event) {
+    if (!this.completion.classList.contains("hidden") && this.completionKey(event)) return;
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      this.send();
+    }
+  }
+
+  globalKey(event) {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    if (document.querySelector("dialog[open]")) return;
+    if (!this.completion.classList.contains("hidden")) {
+      this.closeCompletion();
+      return;
+    }
+    if (this.running) {
+      event.preventDefault();
+      this.cancel();
+    }
+  }
+
+  // ---- "/" skill completion ------------------------------------------------
+
+  async updateCompletion() {
+    const match = this.input.value.match(/^\/([\w-]*)$/);
+    if (!match) return this.closeCompletion();
+    if (this.skills === null) {
+      this.skills = [];
+      try {
+        this.skills = (await this.api.get("/skills")).skills;
+      } catch (error) {
+        this.fail(error);
+      }
+    }
+    const prefix = match[1].toLowerCase();
+    const found = this.skills.filter((s) => s.name.toLowerCase().startsWith(prefix));
+    clear(this.completion);
+    if (!found.length || this.input.value.match(/^\/([\w-]*)$/) === null) return this.closeCompletion();
+    this.selected = 0;
+    for (const [i, skill] of found.entries()) {
+      this.completion.append(
+        h(
+          "li",
+          {
+            role: "option",
+            class: i === 0 ? "selected" : "",
+            dataset: { name: skill.name },
+            on: { mousedown: (e) => (e.preventDefault(), this.chooseSkill(skill.name)) },
+          },
+          `/${skill.name}`,
+          h("small", {}, skill.description || ""),
+        ),
+      );
+    }
+    this.completion.classList.remove("hidden");
+  }
+
+  completionKey(event) {
+    const items = [...this.completion.children];
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      items[this.selected]?.classList.remove("selected");
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      this.selected = (this.selected + step + items.length) % items.length;
+      items[this.selected].classList.add("selected");
+      items[this.selected].scrollIntoView({ block: "nearest" });
+      return true;
+    }
+    if (event.key === "Enter" || event.key === "Tab") {
+      event.preventDefault();
+      this.chooseSkill(items[this.selected].dataset.name);
+      return true;
+    }
+    if (event.key === "Escape") {
+      event.preventDefault();
+      this.closeCompletion();
+      return true;
+    }
+    return false;
+  }
+
+  chooseSkill(name) {
+    this.input.value = `/${name} `;
+    this.closeCompletion();
+    this.input.focus();
+  }
+
+  closeCompletion() {
+    this.completion.classList.add("hidden");
+  }
+
+  // ---- context -------------------------------------------------------------
+
+  async loadContext() {
+    try {
+      const c = await this.api.get("/context", { session_id: this.sid });
+      this.meterBar.max = c.limit || 1;
+      this.meterBar.value = c.limit ? Math.min(c.total, c.limit) : 0;
+      this.meterText.textContent = c.limit
+        ? `${c.total.toLocaleString()} / ${c.limit.toLocaleString()} tokens`
+        : `${c.total.toLocaleString()} tokens`;
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  async compact() {
+    try {
+      const r = await this.api.post("/compact", { session_id: this.sid });
+      this.ctx.toast(r.message || (r.status === "compacted" ? "Compacted." : "Nothing to compact."));
+      this.loadContext();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  // ---- scrolling -----------------------------------------------------------
+
+  nearEnd() {
+    const t = this.transcript;
+    return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+  }
+
+  scrollToEnd(force) {
+    if (force) this.transcript.scrollTop = this.transcript.scrollHeight;
+  }
+}
+
+const HANDLERS = {
+  run_started(data) {
+    this.setRunning(data.run_id);
+    this.status.textContent = "Working…";
+  },
+  message_ingested(data) {
+    const badge = this.queued.get(data.client_id);
+    if (badge) {
+      badge.remove();
+      this.queued.delete(data.client_id);
+    }
+  },
+  thinking(data) {
+    this.status.textContent = data.status || "Thinking…";
+  },
+  reasoning(data) {
+    this.container(data).append(
+      h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), h("div", {}, markdown(data.content))),
+    );
+  },
+  text_delta(data) {
+    this.delta(data);
+  },
+  text(data) {
+    this.text(data);
+  },
+  tool_call(data) {
+    this.toolCall(data);
+  },
+  tool_result(data) {
+    this.toolResult(data);
+  },
+  approval_needed(data) {
+    this.approval(data);
+  },
+  background_task(data) {
+    this.notice(`Background task ${data.status}: ${data.command || ""}`, data.status === "failed" ? "error" : "");
+  },
+  run_backgrounded(data) {
+    this.notice("Sent to the background; the result will arrive here.");
+    if (data.run_id === this.running) this.setRunning(null);
+  },
+  compacted(data) {
+    this.notice(`Context compacted: ${data.before_tokens} → ${data.after_tokens} tokens.`);
+    this.loadContext();
+  },
+  run_finished(data) {
+    this.ended(data, "", "");
+  },
+  run_error(data) {
+    this.ended(data, data.message || "The run failed.", "error");
+  },
+  run_cancelled(data) {
+    this.ended(data, "Cancelled.", "");
+  },
+  session_renamed(data) {
+    this.name = data.name;
+    this.drawHead();
+    this.loadSessions();
+  },
+  session_cleared() {
+    clear(this.transcript);
+    this.tools.clear();
+    this.loadContext();
+  },
+  session_archived() {
+    this.archived = true;
+    this.drawHead();
+  },
+  session_restored() {
+    this.archived = false;
+    this.drawHead();
+  },
+};
