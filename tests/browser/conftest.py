@@ -5,7 +5,8 @@ Fixtures (one server and one browser per test module):
 ``famulus`` the running server (``base_url``, ``key``, ``http`` — an httpx client
 with the key), ``model`` the scripted OpenAI-compatible server registered as the
 chat model, ``browser`` the Selenium driver, ``signed_in`` the browser opened at
-``base_url/#key=<key>`` with the shell shown. Helpers are in
+``base_url/#key=<key>`` with the shell shown; ``famulus_env`` (override it in a
+test module) adds environment for the server. Helpers are in
 ``tests/support/browser.py`` (``wait_for``, ``wait_text``, ``text_of`` …).
 Every test here is marked ``browser`` (``pytest -m "not browser"`` skips them).
 """
@@ -53,9 +54,18 @@ class Famulus:
 
 
 @pytest.fixture(scope="module")
-def famulus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Famulus]:
+def famulus_env() -> dict[str, str]:
+    """More environment for the server; a test module overrides this fixture to
+    point the server at its own fakes (e.g. ``FAMULUS_SKILLS_HOST_URL``)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def famulus(
+    tmp_path_factory: pytest.TempPathFactory, famulus_env: dict[str, str]
+) -> Iterator[Famulus]:
     home = tmp_path_factory.mktemp("browser") / "home"
-    env = {"FAMULUS_API_KEY": KEY, "FAMULUS_LOG_LEVEL": "warning"}
+    env = {"FAMULUS_API_KEY": KEY, "FAMULUS_LOG_LEVEL": "warning", **famulus_env}
     server = ServerProcess(home, env=env).start()
     with httpx.Client(
         base_url=server.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=10

@@ -83,9 +83,7 @@ def test_add_a_fact_find_it_through_recall_edit_and_delete_it(
     assert console_errors(browser) == []
 
 
-def test_facts_page_and_the_profile_and_audit_tabs(
-    signed_in: WebDriver, famulus: Famulus
-) -> None:
+def test_facts_page_and_the_profile_and_audit_tabs(signed_in: WebDriver, famulus: Famulus) -> None:
     browser = signed_in
     texts = [{"text": f"Plant number {i} needs water on Sundays"} for i in range(60)]
     assert famulus.http.post("/facts/import", json={"facts": texts}).status_code == 201

@@ -5,9 +5,13 @@
 import { api } from "./api.js";
 import { clear, h } from "./dom.js";
 import { view as chat } from "./views/chat.js";
+import { view as memory } from "./views/memory.js";
+import { view as skills } from "./views/skills.js";
 
 const VIEWS = [
   chat,
+  memory,
+  skills,
 ];
 
 const app = document.getElementById("app");

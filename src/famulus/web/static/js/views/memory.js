@@ -220,6 +220,10 @@ function editInPlace(item, fields, save, restore) {
       submit.disabled = false;
     }
   });
+  form.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") restore();
+    else if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+  });
   clear(item);
   item.append(form);
   fields[0][1].focus();
