@@ -5,7 +5,7 @@
 // (POST /memory/recall/inspect), so the person sees exactly what the agent would
 // get for that query, including what falls outside the prompt budget.
 // Every piece of memory text is put in as plain text (h() makes text nodes);
-// nothing from the server ever goes through innerHTML.
+// nothing from the server is ever parsed as HTML.
 
 import { h, clear, when, confirmDialog } from "../dom.js";
 
