@@ -457,6 +457,7 @@ async function renderFacts(env) {
   clear(body);
   body.append(
     add,
+    importBox(env, () => ((offset = 0), load())),
     h(
       "div",
       { class: "mem-filters" },
@@ -466,6 +467,36 @@ async function renderFacts(env) {
     pagerSlot,
   );
   await load();
+}
+
+/** Many facts at once, one a line (POST /facts/import skips texts already held). */
+function importBox(env, reload) {
+  const { ctx } = env;
+  const lines = textArea("", "import", 6);
+  lines.placeholder = "One fact a line";
+  const form = h(
+    "form",
+    { class: "mem-add" },
+    lines,
+    h("div", { class: "mem-add-row" }, h("button", { type: "submit" }, "Import")),
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const facts = lines.value
+      .split("\n")
+      .map((t) => t.trim())
+      .filter(Boolean)
+      .map((text) => ({ text }));
+    if (!facts.length) return ctx.toast("Write one fact a line first.", "error");
+    const got = await attempt(ctx, () => ctx.api.post("/facts/import", { facts }));
+    if (!got.ok) return;
+    lines.value = "";
+    const { imported, skipped } = got.value;
+    ctx.toast(`Imported ${imported}` + (skipped ? `, skipped ${skipped} already known.` : "."), "info");
+    env.refreshStats();
+    reload();
+  });
+  return h("details", { class: "mem-import" }, h("summary", {}, "Import many facts"), form);
 }
 
 // -- observations --------------------------------------------------------------
@@ -962,10 +993,59 @@ async function renderAudit(env) {
     },
     "mem-maintain",
   );
+  const access = h("ul", { class: "mem-list mem-access" });
+  const accessBox = h(
+    "details",
+    { class: "mem-access-box" },
+    h("summary", {}, "What recall gave the agent in recent chats"),
+    access,
+  );
+  accessBox.addEventListener("toggle", async () => {
+    if (!accessBox.open) return;
+    const got = await attempt(ctx, () => ctx.api.get("/memory/access", { limit: 100 }));
+    if (!got.ok) return;
+    clear(access);
+    access.append(...got.value.events.map(accessItem));
+    if (!got.value.events.length) access.append(empty("Nothing recalled in a chat yet."));
+  });
+  const forget = actionButton(
+    "Forget everything…",
+    async () => {
+      const sure = await confirmDialog(
+        "Delete every fact, observation, profile entry, dream and learning record? This cannot be undone.",
+        "Forget everything",
+      );
+      if (!sure) return;
+      const got = await attempt(ctx, () => ctx.api.post("/memory/clear"));
+      if (!got.ok) return;
+      ctx.toast(`Memory cleared: ${got.value.deleted.facts} facts deleted.`, "info");
+      env.refreshStats();
+      load();
+    },
+    "danger mem-clear",
+  );
   clear(body);
   body.append(
     h("div", { class: "mem-filters" }, actionButton("Refresh", load), upkeep),
     out,
+    accessBox,
+    h("div", { class: "mem-danger" }, forget),
   );
   await load();
+}
+
+/** One access record: a fact or observation recall found, put in the prompt, or left out. */
+function accessItem(ev) {
+  const verb = { retrieved: "found", injected: "put in the prompt", omitted: "left out" }[ev.action] || ev.action;
+  return h(
+    "li",
+    { class: "mem-item mem-access-item" },
+    h("div", {}, `${ev.owner_type} #${ev.owner_id} ${verb}`),
+    meta(
+      `for “${ev.query}”`,
+      ev.score !== null ? `score ${ev.score.toFixed(3)}` : null,
+      ev.session_id ? `session ${ev.session_id}` : null,
+      when(ev.created_at),
+    ),
+  );
 }
