@@ -67,6 +67,7 @@ def test_a_refused_install_says_why(signed_in: WebDriver, famulus: Famulus) -> N
     detail = famulus.http.post("/skills/install", json={"source": "acme/skills/missing"})
     assert detail.status_code == 404
     wait_text(browser, "#toasts", detail.json()["detail"])
+    assert all_of(browser, "#toasts .toast.error")
     assert "None." in text_of(browser, ".skills-global")
     # the source stays in the box, to be corrected
     assert wait_for(browser, ".skills-install input").get_attribute("value") == (
