@@ -1,8 +1,8 @@
 """Vendor the web client's third-party files from the npm registry.
 
-famulus needs no Node to install or run: the two libraries the web client uses
-(``marked`` renders Markdown, ``dompurify`` sanitizes the HTML it makes) are
-plain ES modules, so their published, built files are copied as they are into
+famulus needs no Node to install or run: the libraries the web client uses
+(``marked`` renders Markdown, ``dompurify`` sanitizes the HTML it makes,
+highlight.js's browser build colours code blocks) are plain ES modules, so their published, built files are copied as they are into
 ``src/famulus/web/static/vendor/`` together with their licences, and
 ``VENDOR.json`` records name, version, licence and the sha256 of every copied
 file. Re-run this script (it needs ``npm`` and the registry) to upgrade: change
@@ -29,6 +29,16 @@ VENDOR = Path(__file__).resolve().parents[1] / "src" / "famulus" / "web" / "stat
 PACKAGES: list[tuple[str, str, dict[str, str]]] = [
     ("marked", "18.2.1", {"lib/marked.esm.js": "marked.esm.js", "LICENSE": "marked.LICENSE"}),
     (
+        "@highlightjs/cdn-assets",
+        "11.11.1",
+        {
+            "es/highlight.min.js": "highlight.min.js",
+            "styles/github.min.css": "highlight-light.min.css",
+            "styles/github-dark.min.css": "highlight-dark.min.css",
+            "LICENSE": "highlight.LICENSE",
+        },
+    ),
+    (
         "dompurify",
         "3.4.18",
         {"dist/purify.es.mjs": "purify.es.mjs", "LICENSE": "dompurify.LICENSE"},
@@ -50,9 +60,10 @@ def fetch(name: str, version: str, into: Path) -> tuple[Path, str]:
     ).stdout
     info = json.loads(out)[0]
     tarball = into / info["filename"]
+    folder = into / name.replace("/", "+")
     with tarfile.open(tarball) as tar:
-        tar.extractall(into / name, filter="data")
-    return into / name / "package", str(info["integrity"])
+        tar.extractall(folder, filter="data")
+    return folder / "package", str(info["integrity"])
 
 
 def vendor() -> None:

@@ -64,20 +64,20 @@ def chromium(width: int = 1280, height: int = 900) -> WebDriver:
 
 def wait_for(driver: WebDriver, css: str, timeout: float = TIMEOUT) -> WebElement:
     """The first element matching ``css`` once it is visible."""
-    return WebDriverWait(driver, timeout).until(
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(
         ec.visibility_of_element_located((By.CSS_SELECTOR, css)), f"no visible {css!r}"
     )
 
 
 def wait_gone(driver: WebDriver, css: str, timeout: float = TIMEOUT) -> None:
-    WebDriverWait(driver, timeout).until(
+    WebDriverWait(driver, timeout, poll_frequency=0.1).until(
         ec.invisibility_of_element_located((By.CSS_SELECTOR, css)), f"{css!r} still shown"
     )
 
 
 def wait_text(driver: WebDriver, css: str, text: str, timeout: float = TIMEOUT) -> WebElement:
     """The first element matching ``css`` once its text contains ``text``."""
-    WebDriverWait(driver, timeout).until(
+    WebDriverWait(driver, timeout, poll_frequency=0.1).until(
         ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text),
         f"{css!r} never showed {text!r}",
     )
@@ -86,7 +86,7 @@ def wait_text(driver: WebDriver, css: str, text: str, timeout: float = TIMEOUT) 
 
 def wait_until(driver: WebDriver, script: str, timeout: float = TIMEOUT) -> Any:
     """Waits until the JavaScript expression ``script`` is truthy; returns its value."""
-    return WebDriverWait(driver, timeout).until(
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(
         lambda d: d.execute_script(f"return ({script});"), f"never true: {script}"
     )
 

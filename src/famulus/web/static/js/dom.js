@@ -62,7 +62,27 @@ const PURIFY = {
 // sanitized (no scripts, no event handlers, only http(s)/mailto links).
 export function markdown(text) {
   const html = marked.parse(String(text ?? ""), { gfm: true, breaks: true, async: false });
-  return DOMPurify.sanitize(html, PURIFY);
+  const fragment = DOMPurify.sanitize(html, PURIFY);
+  const blocks = fragment.querySelectorAll("pre code");
+  if (blocks.length) highlight([...blocks]);
+  return fragment;
+}
+
+// Code blocks are coloured by the vendored highlight.js, loaded only when the
+// first code block shows (it is the largest file; the first view needs none).
+// It reads each block's text and writes escaped, classed spans.
+let highlighter = null;
+
+function highlight(blocks) {
+  highlighter ??= import("/vendor/highlight.min.js").then(({ default: hljs }) => {
+    hljs.configure({ ignoreUnescapedHTML: true });
+    return hljs;
+  });
+  highlighter
+    .then((hljs) => {
+      for (const block of blocks) if (!block.dataset.highlighted) hljs.highlightElement(block);
+    })
+    .catch((error) => console.warn("code highlighting unavailable", error));
 }
 
 // A short local time: "14:05" today, "3 Nov 14:05" otherwise.

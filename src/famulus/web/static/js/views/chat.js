@@ -495,7 +495,7 @@ class ChatView {
 
   toolResult(data) {
     const tool = this.tools.get(data.tool_id);
-    this.approvals.get(data.tool_id)?.settle(data.error ? "denied or failed" : "answered");
+    this.approvals.get(data.tool_id)?.settle(data.error ? "Denied" : "Approved", false);
     if (!tool || tool.done) return;
     this.setResult(tool, asText(data.result ?? data.preview), data.error, data.duration_ms);
   }
@@ -512,7 +512,10 @@ class ChatView {
       h("pre", {}, pretty(data.args ?? {})),
       buttons,
     );
-    const settle = (text) => {
+    let settled = false;
+    const settle = (text, fromHere = true) => {
+      if (settled && !fromHere) return; // the answer given here stays shown
+      settled = true;
       clear(buttons).append(h("span", { class: "muted approval-state" }, text));
     };
     const answer = async (approved) => {
