@@ -34,7 +34,7 @@ async function mount(root, ctx) {
   const state = { alive: true };
   const stats = h("p", { class: "mem-stats muted" });
   const results = h("div", { class: "mem-results", hidden: "" });
-  const body = h("div", { class: "mem-body", role: "tabpanel" });
+  const body = h("div", { class: "mem-body" });
   const env = { ctx, state, body, refreshStats: () => loadStats(ctx, state, stats) };
   env.search = searchBox(env, results);
   // Tabs switch in place (the search results stay); the address follows with
@@ -43,7 +43,8 @@ async function mount(root, ctx) {
     for (const b of tabs.querySelectorAll(".mem-tab")) {
       const on = b.dataset.tab === tab;
       b.classList.toggle("active", on);
-      b.setAttribute("aria-selected", String(on));
+      if (on) b.setAttribute("aria-current", "true");
+      else b.removeAttribute("aria-current");
     }
     env.listFacts = null;
     return RENDERERS[tab](env);
@@ -82,11 +83,11 @@ async function attempt(ctx, action) {
 function tabBar(choose) {
   return h(
     "nav",
-    { class: "mem-tabs", role: "tablist", "aria-label": "Memory sections" },
+    { class: "mem-tabs", "aria-label": "Memory sections" },
     ...TABS.map(([key, label]) =>
       h(
         "button",
-        { type: "button", role: "tab", class: "mem-tab", dataset: { tab: key }, on: { click: () => choose(key) } },
+        { type: "button", class: "mem-tab", dataset: { tab: key }, on: { click: () => choose(key) } },
         label,
       ),
     ),
