@@ -140,6 +140,74 @@ def _memory_model(model: ScriptedOpenAI, event_id: int) -> None:
     model.responder = answer
 
 
+def _output_tool(body: dict[str, Any]) -> tuple[str, set[str]] | None:
+    """The memory job's output tool in a request, and the fields it asks for."""
+    for tool in body.get("tools", []):
+        fn = tool["function"]
+        if fn["name"].startswith("final_result"):
+            return fn["name"], set(fn.get("parameters", {}).get("properties", {}))
+    return None
+
+
+def test_upkeep_makes_observations_and_dreams_to_edit_and_delete(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    browser = signed_in
+    ids = [
+        famulus.http.post("/facts", json={"text": t}).json()["fact"]["id"]
+        for t in ("I swim on Mondays", "I swim on Thursdays", "My niece is learning to swim")
+    ]
+    config = {"memory_model": MODEL, "dreams_enabled": True}
+    assert famulus.http.patch("/config", json=config).status_code == 200
+
+    def answer(body: dict[str, Any]) -> Turn:
+        found = _output_tool(body)
+        if found is None:
+            return Turn(text="Done.")
+        name, fields = found
+        if "dreams" in fields:
+            dream = {"bridge": "swimming", "insight": "Offer to swim with the niece"}
+            return Turn(tool_calls=[(name, {"dreams": [{**dream, "fact_ids": [ids[0], ids[2]]}]})])
+        observation = {"summary": "Swims twice a week", "fact_ids": ids[:2]}
+        return Turn(tool_calls=[(name, {"observations": [observation], "profile": []})])
+
+    model.responder = answer
+    _open(browser, famulus, "audit")
+    _click(browser, ".mem-maintain")
+    wait_text(browser, "#toasts", "Upkeep done: 1 observation, 0 profile entries, 1 dream.")
+
+    _click(browser, ".mem-tab[data-tab=observations]")
+    [obs] = famulus.http.get("/observations").json()["observations"]
+    row = f".mem-observation[data-id='{obs['id']}']"
+    wait_text(browser, row, "Swims twice a week")
+    _click(browser, f"{row} .mem-actions button")  # its facts
+    wait_text(browser, f"{row} .mem-detail", "I swim on Thursdays")
+    _click(browser, f"{row} .mem-edit-btn")
+    summary = wait_for(browser, f"{row} textarea")
+    summary.clear()
+    summary.send_keys("Swims on Mondays and Thursdays")
+    _click(browser, f"{row} button[type=submit]")
+    wait_text(browser, f"{row} .mem-text", "Mondays and Thursdays")
+    got = famulus.http.get(f"/observations/{obs['id']}").json()["observation"]
+    assert got["summary"] == "Swims on Mondays and Thursdays"
+    _click(browser, f"{row} .mem-delete-btn")
+    _confirm(browser)
+    wait_gone(browser, row)
+    assert famulus.http.get(f"/observations/{obs['id']}").status_code == 404
+
+    _click(browser, ".mem-tab[data-tab=dreams]")
+    [dream] = famulus.http.get("/dreams").json()["dreams"]
+    row = f".mem-dream[data-id='{dream['id']}']"
+    wait_text(browser, row, "Offer to swim with the niece")
+    assert "swimming" in text_of(browser, row)
+    _click(browser, f"{row} .mem-actions button")  # its facts
+    wait_text(browser, f"{row} .mem-detail", "My niece is learning to swim")
+    _click(browser, f"{row} .mem-delete-btn")
+    _confirm(browser)
+    wait_gone(browser, row)
+    assert famulus.http.get("/dreams").json()["dreams"] == []
+
+
 def _feedback_event(famulus: Famulus) -> int:
     """A writable automation's run leaves an ``automation_outcome`` learning event."""
     body = {

@@ -985,10 +985,12 @@ async function renderAudit(env) {
       const got = await attempt(ctx, () => ctx.api.post("/memory/maintain"));
       if (!got.ok) return;
       const r = got.value;
-      ctx.toast(
-        `Upkeep done: ${r.observations.length} observations, ${r.profile.length} profile entries, ${r.dreams.length} dreams.`,
-        "info",
-      );
+      const made = [
+        count(r.observations.length, "observation"),
+        count(r.profile.length, "profile entry", "profile entries"),
+        count(r.dreams.length, "dream"),
+      ];
+      ctx.toast(`Upkeep done: ${made.join(", ")}.`, "info");
       env.refreshStats();
       load();
     },
