@@ -9,6 +9,7 @@ from typing import Any
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
 from tests.browser.conftest import MODEL, Famulus
 from tests.support.browser import (
     all_of,
@@ -98,6 +99,12 @@ def test_facts_page_and_the_profile_and_audit_tabs(signed_in: WebDriver, famulus
     _click(browser, ".mem-pager .mem-next")
     wait_text(browser, ".mem-pager", f"51–{total} of {total}")
     assert len(all_of(browser, ".mem-facts > .mem-fact")) == total - 50
+
+    Select(browser.find_element(By.CSS_SELECTOR, "select[name=source-filter]")).select_by_value(
+        "chat"
+    )  # nothing came from a chat
+    wait_text(browser, ".mem-facts", "No facts here yet.")
+    assert all_of(browser, ".mem-pager button") == []
 
     _click(browser, ".mem-tab[data-tab=profile]")
     assert browser.current_url.endswith("#/memory/profile")

@@ -27,6 +27,15 @@ const RENDERERS = {
   audit: renderAudit,
 };
 const KIND_RE = /^[a-z_][a-z0-9_-]*$/;
+const SOURCES = [
+  ["", "anywhere"],
+  ["chat", "chats"],
+  ["manual", "added by hand"],
+  ["automation", "automations"],
+  ["init", "the /init scan"],
+  ["mail", "mail"],
+  ["calendar", "calendar"],
+];
 
 export const view = { name: "memory", title: "Memory", mount };
 
@@ -438,9 +447,28 @@ async function renderFacts(env) {
   add.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) add.requestSubmit();
   });
+  const kindFilter = textInput("", "kind-filter", "any");
+  kindFilter.classList.add("mem-kind-filter");
+  const sourceFilter = h(
+    "select",
+    { name: "source-filter" },
+    ...SOURCES.map(([value, label]) => h("option", { value }, label)),
+  );
+  const refilter = () => {
+    offset = 0;
+    load();
+  };
+  kindFilter.addEventListener("change", refilter);
+  sourceFilter.addEventListener("change", refilter);
   const load = async () => {
     const got = await attempt(ctx, () =>
-      ctx.api.get("/facts", { limit: PAGE, offset, archived: archived ? "true" : "false" }),
+      ctx.api.get("/facts", {
+        limit: PAGE,
+        offset,
+        archived: archived ? "true" : "false",
+        kind: kindFilter.value.trim(),
+        source_type: sourceFilter.value,
+      }),
     );
     if (!got.ok || !state.alive) return;
     const { facts, total } = got.value;
@@ -450,7 +478,7 @@ async function renderFacts(env) {
     }
     clear(list);
     list.append(...facts.map((f) => factItem(env, f)));
-    if (!facts.length) list.append(empty(archived ? "No superseded facts." : "No facts yet."));
+    if (!facts.length) list.append(empty(archived ? "No superseded facts here." : "No facts here yet."));
     clear(pagerSlot);
     pagerSlot.append(pager(total, offset, (o) => ((offset = o), load()), list));
   };
@@ -462,6 +490,8 @@ async function renderFacts(env) {
     h(
       "div",
       { class: "mem-filters" },
+      h("label", {}, "Kind ", kindFilter),
+      h("label", {}, "From ", sourceFilter),
       checkbox("Show superseded facts", false, (on) => ((archived = on), (offset = 0), load()), "archived"),
     ),
     list,
