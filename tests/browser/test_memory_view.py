@@ -48,7 +48,8 @@ def test_add_a_fact_find_it_through_recall_edit_and_delete_it(
     _open(browser, famulus, "facts")
     wait_for(browser, ".mem-add textarea").send_keys(FACT)
     _click(browser, ".mem-add button[type=submit]")
-    wait_text(browser, ".mem-facts .mem-fact .mem-text", "Ines lives in Porto")
+    # The first embedding may load the local model: on a loaded machine, slow.
+    wait_text(browser, ".mem-facts .mem-fact .mem-text", "Ines lives in Porto", timeout=30)
     [fact] = famulus.http.get("/facts", params={"q": "Ines"}).json()["facts"]
     assert fact["text"] == FACT and fact["source_type"] == "manual"
     assert all_of(browser, ".mem-view img") == []

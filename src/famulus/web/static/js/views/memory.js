@@ -371,7 +371,7 @@ function factItem(env, fact, note = null) {
     );
   };
   const remove = async () => {
-    if (!(await confirmDialog(`Delete this fact for good?\n\n${fact.text}`))) return;
+    if (!(await confirmDialog(`Delete this fact for good? “${fact.text}”`, "Delete"))) return;
     const got = await attempt(ctx, () => ctx.api.del(`/facts/${fact.id}`));
     if (!got.ok) return;
     ctx.toast("Fact deleted.", "info");
@@ -580,7 +580,7 @@ function observationItem(env, obs, note = null) {
     );
   };
   const remove = async () => {
-    if (!(await confirmDialog(`Delete this observation?\n\n${obs.summary}`))) return;
+    if (!(await confirmDialog(`Delete this observation? “${obs.summary}”`, "Delete"))) return;
     const got = await attempt(ctx, () => ctx.api.del(`/observations/${obs.id}`));
     if (!got.ok) return;
     ctx.toast("Observation deleted.", "info");
@@ -705,7 +705,7 @@ function profileItem(env, entry, reload) {
     );
   };
   const remove = async () => {
-    if (!(await confirmDialog(`Archive this profile entry? The agent stops seeing it.\n\n${entry.summary}`))) return;
+    if (!(await confirmDialog(`Archive this profile entry? The agent stops seeing it. “${entry.summary}”`, "Archive"))) return;
     const got = await attempt(ctx, () => ctx.api.del(`/memory/profile/${entry.id}`));
     if (!got.ok) return;
     ctx.toast("Profile entry archived.", "info");
@@ -801,7 +801,7 @@ function candidateItem(env, cand) {
     );
   };
   const move = async (status) => {
-    if (status === "reverted" && !(await confirmDialog("Undo this change to how the agent behaves?"))) return;
+    if (status === "reverted" && !(await confirmDialog("Undo this change to how the agent behaves?", "Revert"))) return;
     const got = await attempt(ctx, () =>
       ctx.api.patch(`/memory/learning/candidates/${cand.id}/status`, { status }),
     );
@@ -901,7 +901,7 @@ function dreamItem(env, dream) {
     detail.hidden = false;
   };
   const remove = async () => {
-    if (!(await confirmDialog(`Delete this dream?\n\n${dream.insight}`))) return;
+    if (!(await confirmDialog(`Delete this dream? “${dream.insight}”`, "Delete"))) return;
     const got = await attempt(ctx, () => ctx.api.del(`/dreams/${dream.id}`));
     if (!got.ok) return;
     li.remove();

@@ -145,7 +145,7 @@ function describeParameters(params) {
 }
 
 async function uninstall(ctx, skill, el, reload) {
-  if (!(await confirmDialog(`Uninstall /${skill.name}? Its folder is deleted.`))) return;
+  if (!(await confirmDialog(`Uninstall /${skill.name}? Its folder is deleted.`, "Uninstall"))) return;
   el.disabled = true;
   try {
     await ctx.api.del(`/skills/${encodeURIComponent(skill.name)}`);
