@@ -89,6 +89,7 @@ def _registered(famulus: Famulus, _scripted: ScriptedOpenAI) -> ScriptedOpenAI:
             "base_url": _scripted.base_url,
             "context_window": 8000,
             "max_output_tokens": 500,
+            "vision": True,
         },
     )
     assert r.status_code == 201, r.text

@@ -5,6 +5,12 @@ completion, the context meter, and recovery from a server restart."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import time
+from collections.abc import Callable
+from pathlib import Path
+
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -12,6 +18,17 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from tests.browser.conftest import Famulus
 from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_text, wait_until
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
+from tests.support.tcp_proxy import TcpProxy
+
+from famulus.store.db import Database
+from famulus.store.sessions import SessionStore
+
+
+def wait_until_true(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.1)
 
 
 def open_session(browser: WebDriver, famulus: Famulus, name: str) -> str:
@@ -308,3 +325,93 @@ def test_restart_mid_stream_recovers_showing_nothing_twice(
     assert texts[0] == "First answer." and texts[-1] == "Third answer."
     assert len(texts) == 3 and texts[1].startswith("y0 y1")
     assert len(all_of(signed_in, "#transcript .notice.error")) == 1
+
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_attach_an_image(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    open_session(signed_in, famulus, "image")
+    picture = tmp_path / "dot.png"
+    picture.write_bytes(PNG)
+    signed_in.find_element(By.CSS_SELECTOR, "#attach-input").send_keys(str(picture))
+    wait_for(signed_in, "#attachments .thumb img")
+    model.push(Turn(text="A single dot."))
+    say(signed_in, "what is this?")
+    wait_text(signed_in, "#transcript > .msg.assistant", "A single dot.")
+    assert all_of(signed_in, "#attachments .thumb") == []
+    wait_for(signed_in, "#transcript .msg.user .thumbs img")
+    parts = model.requests[-1]["messages"][-1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+    assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
+    signed_in.refresh()  # from history too
+    wait_for(signed_in, "#transcript .msg.user .thumbs img")
+
+
+def test_network_drop_misses_nothing_and_shows_nothing_twice(
+    browser: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    with TcpProxy(famulus.server.port) as proxy:
+        browser.get(f"{proxy.base_url}/#key={famulus.key}")
+        wait_for(browser, "#sign-out")
+        sid = open_session(browser, famulus, "drop")
+        model.push(
+            Turn(text="Before the gap.", tool_calls=[("current_time", {})]),
+            Turn(text="After the gap.", delay=2.0),
+        )
+        say(browser, "go")
+        wait_text(browser, "#transcript > .msg.assistant", "Before the gap.")
+        proxy.cut()  # the network goes; the run goes on
+        wait_until(
+            browser, "document.querySelector('#run-status').textContent.includes('Reconnecting')"
+        )
+
+        def done() -> bool:
+            history = famulus.http.get("/session/history", params={"session_id": sid}).json()
+            return bool(history["messages"][-1]["content"] == "After the gap.")
+
+        wait_until_true(done)
+        proxy.restore()
+        wait_text(browser, "#transcript", "After the gap.", timeout=15)
+        assert assistant_texts(browser) == ["Before the gap.", "After the gap."]
+        assert len(all_of(browser, "#transcript > details.tool")) == 1
+        wait_until(browser, "document.querySelector('#cancel').disabled")
+        assert "Reconnecting" not in text_of(browser, "#run-status")
+
+
+def _seed_long_history(famulus: Famulus, sid: str, turns: int) -> None:
+    """Writes ``turns`` question/answer pairs straight into the running server's
+    database (SQLite allows a second writer; a model would take minutes)."""
+    db = Database(famulus.server.home / "famulus.db")
+    db.open()
+
+    async def write() -> None:
+        store = SessionStore(db)
+        for i in range(turns):
+            await store.add_message(sid, "user", f"question {i}")
+            await store.add_message(sid, "assistant", f"answer **{i}**")
+
+    try:
+        asyncio.run(write())
+    finally:
+        db.close()
+
+
+def test_a_500_message_session_is_drawn_in_chunks(signed_in: WebDriver, famulus: Famulus) -> None:
+    sid = str(famulus.http.post("/sessions", json={"name": "long"}).json()["session_id"])
+    _seed_long_history(famulus, sid, 250)
+    signed_in.execute_script("location.hash = arguments[0]", f"#/chat/{sid}")
+    wait_text(signed_in, "#transcript", "answer 249")
+    drawn = len(all_of(signed_in, "#transcript .msg"))
+    assert 100 <= drawn <= 130
+    assert "question 0" not in text_of(signed_in, "#transcript")
+    while all_of(signed_in, "#show-earlier"):
+        signed_in.find_element(By.CSS_SELECTOR, "#show-earlier").click()
+    wait_text(signed_in, "#transcript", "question 0")
+    assert len(all_of(signed_in, "#transcript .msg")) == 500
+    texts = [e.text for e in all_of(signed_in, "#transcript .msg.user")]
+    assert texts == [f"question {i}" for i in range(250)]

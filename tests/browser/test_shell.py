@@ -59,3 +59,37 @@ def test_static_files_carry_the_security_headers(famulus: Famulus, path: str) ->
     assert "frame-ancestors 'none'" in csp
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["referrer-policy"] == "no-referrer"
+
+
+def _background(browser: WebDriver) -> str:
+    return str(browser.execute_script("return getComputedStyle(document.body).backgroundColor"))
+
+
+def test_dark_theme_follows_the_system(signed_in: WebDriver) -> None:
+    try:
+        signed_in.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+        )
+        assert _background(signed_in) == "rgb(22, 24, 28)"
+        signed_in.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": "light"}]},
+        )
+        assert _background(signed_in) == "rgb(255, 255, 255)"
+    finally:
+        signed_in.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_phone_size_has_no_sideways_scrolling(signed_in: WebDriver) -> None:
+    size = signed_in.get_window_size()
+    try:
+        signed_in.set_window_size(390, 844)
+        wait_for(signed_in, "#message")
+        assert signed_in.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth"
+        )
+        assert signed_in.find_element(By.CSS_SELECTOR, "#send").is_displayed()
+        assert signed_in.find_element(By.CSS_SELECTOR, "#new-session").is_displayed()
+    finally:
+        signed_in.set_window_size(size["width"], size["height"])

@@ -36,6 +36,27 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+// An image as the API takes it: base64 without the data: prefix.
+function base64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+// A data: URL for an image from history, only for the four image types and
+// plain base64 (img-src allows data:, and an <img> never runs script).
+function imageSource(image) {
+  if (!image || typeof image !== "object") return null;
+  const { media_type: type, data } = image;
+  if (!IMAGE_TYPES.includes(type) || typeof data !== "string" || !/^[A-Za-z0-9+/=\s]*$/.test(data)) return null;
+  return `data:${type};base64,${data.replace(/\s/g, "")}`;
+}
+
 function asText(content) {
   if (typeof content === "string") return content;
   if (content === null || content === undefined) return "";
@@ -57,6 +78,7 @@ class ChatView {
     this.queued = new Map(); // client_id -> badge
     this.replayTexts = []; // assistant texts of the last turn in history
     this.skills = null;
+    this.attachments = []; // {media_type, data, url} waiting to be sent
     this.showArchived = false;
     this.onKey = (event) => this.globalKey(event);
   }
@@ -135,14 +157,37 @@ class ChatView {
       { type: "button", id: "background", disabled: true, on: { click: () => this.background() } },
       "Background",
     );
+    this.fileInput = h("input", {
+      type: "file",
+      id: "attach-input",
+      class: "hidden",
+      multiple: true,
+      accept: IMAGE_TYPES.join(","),
+      on: { change: () => this.attachFiles(this.fileInput.files) },
+    });
+    this.thumbs = h("div", { class: "thumbs", id: "attachments" });
+    this.input.addEventListener("paste", (event) => {
+      const files = [...(event.clipboardData?.files || [])];
+      if (files.length) {
+        event.preventDefault();
+        this.attachFiles(files);
+      }
+    });
     const composer = h(
       "div",
       { class: "composer" },
       this.completion,
+      this.thumbs,
       this.input,
       h(
         "div",
         { class: "row" },
+        this.fileInput,
+        h(
+          "button",
+          { type: "button", id: "attach", class: "attach", title: "Attach images", on: { click: () => this.fileInput.click() } },
+          "Attach",
+        ),
         this.cancelButton,
         this.backgroundButton,
         h("button", { type: "button", id: "send", class: "primary", on: { click: () => this.send() } }, "Send"),
@@ -356,7 +401,7 @@ class ChatView {
   drawMessages(messages, into) {
     for (const m of messages) {
       if (m.role === "user") {
-        into.append(this.userBubble(asText(m.content), m.created_at));
+        into.append(this.userBubble(asText(m.content), m.created_at, m.images || []));
       } else if (m.role === "assistant") {
         if (m.content) into.append(this.assistantBubble(asText(m.content)));
         for (const call of m.tool_calls || []) into.append(this.toolItem(call.id, call.name, call.arguments, ""));
@@ -367,8 +412,57 @@ class ChatView {
     }
   }
 
-  userBubble(text, createdAt) {
-    return h("div", { class: "msg user", title: when(createdAt) }, text);
+  userBubble(text, createdAt, images = []) {
+    const pictures = images.map(imageSource).filter(Boolean);
+    return h(
+      "div",
+      { class: "msg user", title: when(createdAt) },
+      pictures.length ? h("div", { class: "thumbs" }, pictures.map((src) => h("img", { src, alt: "attached image" }))) : null,
+      text,
+    );
+  }
+
+  // ---- attachments ---------------------------------------------------------
+
+  async attachFiles(files) {
+    for (const file of files) {
+      if (!IMAGE_TYPES.includes(file.type)) {
+        this.ctx.toast(`${file.name}: only PNG, JPEG, GIF and WebP images can be attached.`, "error");
+        continue;
+      }
+      if (this.attachments.length >= 20) {
+        this.ctx.toast("At most 20 images per message.", "error");
+        break;
+      }
+      const data = await base64(file);
+      this.attachments.push({ media_type: file.type, data, url: URL.createObjectURL(file) });
+    }
+    this.fileInput.value = "";
+    this.drawAttachments();
+  }
+
+  drawAttachments() {
+    clear(this.thumbs);
+    for (const item of this.attachments) {
+      this.thumbs.append(
+        h(
+          "span",
+          { class: "thumb" },
+          h("img", { src: item.url, alt: "image to send" }),
+          h(
+            "button",
+            { type: "button", class: "link remove", title: "Remove", on: { click: () => this.detach(item) } },
+            "×",
+          ),
+        ),
+      );
+    }
+  }
+
+  detach(item) {
+    URL.revokeObjectURL(item.url);
+    this.attachments = this.attachments.filter((a) => a !== item);
+    this.drawAttachments();
   }
 
   assistantBubble(text) {
@@ -411,14 +505,22 @@ class ChatView {
         signal: this.abort.signal,
         onEvent: (type, data, id) => this.event(type, data, id),
         onDrop: () => this.dropped(),
-        onOpen: () => this.status.classList.remove("offline"),
+        onOpen: () => this.reconnected(),
       })
       .catch((error) => this.fail(error));
   }
 
   dropped() {
     // Half-streamed blocks stay; their complete `text` event comes on reconnect.
-    if (!this.abort.signal.aborted) this.status.textContent = "Reconnecting…";
+    if (this.abort.signal.aborted) return;
+    this.offline = true;
+    this.status.textContent = "Reconnecting…";
+  }
+
+  reconnected() {
+    if (!this.offline) return;
+    this.offline = false;
+    this.status.textContent = this.running ? "Working…" : "";
   }
 
   event(type, data, id) {
@@ -550,13 +652,19 @@ class ChatView {
 
   async send() {
     const text = this.input.value;
-    if (!text.trim()) return;
+    const images = this.attachments;
+    if (!text.trim() && !images.length) return;
     this.closeCompletion();
     const clientId = `c_${crypto.randomUUID()}`;
     this.input.value = "";
+    const body = { message: text, session_id: this.sid, client_id: clientId };
+    if (images.length) body.images = images.map(({ media_type, data }) => ({ media_type, data }));
     try {
-      const r = await this.api.post("/chat/message", { message: text, session_id: this.sid, client_id: clientId });
-      const bubble = this.userBubble(text, new Date().toISOString());
+      const r = await this.api.post("/chat/message", body);
+      this.attachments = [];
+      this.drawAttachments();
+      const bubble = this.userBubble(text, new Date().toISOString(), images);
+      for (const item of images) URL.revokeObjectURL(item.url);
       if (r.queued) {
         const badge = h("span", { class: "badge queued" }, "queued");
         bubble.append(badge);
