@@ -28,6 +28,9 @@ EDITED = "My sister Ines lives in Lisbon"
 
 
 def _open(browser: WebDriver, famulus: Famulus, tab: str) -> None:
+    # Signing in lands on the chat, which then picks its session and rewrites the
+    # address; leaving before that would be undone by it.
+    wait_until(browser, "/^#\\/chat\\/./.test(location.hash)", timeout=20)
     browser.get(f"{famulus.base_url}/#/memory/{tab}")
     wait_for(browser, f".mem-tab.active[data-tab={tab}]")
 

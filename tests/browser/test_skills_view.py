@@ -8,7 +8,15 @@ from collections.abc import Iterator
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 from tests.browser.conftest import Famulus
-from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_gone, wait_text
+from tests.support.browser import (
+    all_of,
+    console_errors,
+    text_of,
+    wait_for,
+    wait_gone,
+    wait_text,
+    wait_until,
+)
 from tests.support.fake_codehost import fake_codehost
 
 # A description with markup: it must show as text, never become an element.
@@ -28,6 +36,9 @@ def famulus_env() -> Iterator[dict[str, str]]:
 
 
 def _open(browser: WebDriver, famulus: Famulus) -> None:
+    # Signing in lands on the chat, which then picks its session and rewrites the
+    # address; leaving before that would be undone by it.
+    wait_until(browser, "/^#\\/chat\\/./.test(location.hash)", timeout=20)
     browser.get(f"{famulus.base_url}/#/skills")
     wait_for(browser, ".skills-builtin .skills-item")
 
