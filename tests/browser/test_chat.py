@@ -74,6 +74,7 @@ def test_model_output_runs_no_script(
     signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
 ) -> None:
     open_session(signed_in, famulus, "hostile")
+    console_errors(signed_in)
     hostile = (
         "<img src=x onerror=alert(1)> <script>alert(2)</script> "
         '[click me](javascript:alert(3)) <a href="javascript:alert(4)">and me</a> '
@@ -84,9 +85,13 @@ def test_model_output_runs_no_script(
     wait_text(signed_in, "#transcript .msg.assistant", "click me")
     wait_until(signed_in, "!document.querySelector('#transcript .streaming')")
     bubble = signed_in.find_element(By.CSS_SELECTOR, "#transcript .msg.assistant")
-    html = bubble.get_attribute("innerHTML")
-    assert "onerror" not in html and "onmouseover" not in html and "<script" not in html
-    assert "javascript:" not in html and "<iframe" not in html
+    dangerous = signed_in.execute_script(
+        "return [...arguments[0].querySelectorAll('*')].filter(e =>"
+        " ['SCRIPT', 'IFRAME', 'IMG'].includes(e.tagName) || [...e.attributes].some(a =>"
+        " a.name.startsWith('on') || /javascript:/i.test(a.value))).map(e => e.outerHTML)",
+        bubble,
+    )
+    assert dangerous == []
     for link in bubble.find_elements(By.TAG_NAME, "a"):
         link.click()  # no href: goes nowhere, runs nothing
     try:
@@ -95,6 +100,10 @@ def test_model_output_runs_no_script(
     except NoAlertPresentException:
         pass
     assert len(signed_in.window_handles) == 1
+    # raw HTML is shown as the text it is, never parsed (so not even blocked by CSP)
+    assert "<img src=x onerror=alert(1)>" in bubble.text
+    assert all_of(signed_in, "#transcript .msg.assistant img") == []
+    assert console_errors(signed_in) == []
 
 
 def test_links_open_safely(signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI) -> None:
@@ -121,7 +130,7 @@ def test_code_blocks_are_highlighted(
 
 
 def test_sessions_new_rename_archive_restore_delete(signed_in: WebDriver, famulus: Famulus) -> None:
-    signed_in.find_element(By.CSS_SELECTOR, "#new-session").click()
+    wait_for(signed_in, "#new-session").click()
     wait_text(signed_in, "#session-name", "New session")
     sid = signed_in.current_url.split("#/chat/")[1]
     wait_for(signed_in, f'.session-list a.active[data-sid="{sid}"]')
@@ -208,6 +217,28 @@ def test_approve_and_deny_a_tool_call(
     assert "Shout." not in famulus.http.get("/directives").json()["content"]
     tool_messages = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert "not today" in tool_messages[-1]["content"]
+
+
+def test_a_waiting_approval_survives_a_reload(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    open_session(signed_in, famulus, "approval reload")
+    model.push(
+        Turn(
+            text="I will note that.",
+            tool_calls=[("update_directives", {"mode": "append", "text": "Use metric."})],
+        ),
+        Turn(text="Noted."),
+    )
+    say(signed_in, "use metric units")
+    wait_for(signed_in, ".approval button.approve")
+    signed_in.refresh()  # history, then the run still going, drawn once
+    wait_for(signed_in, ".approval button.approve").click()
+    wait_text(signed_in, "#transcript", "Noted.")
+    assert len(all_of(signed_in, ".approval")) == 1
+    assert assistant_texts(signed_in) == ["I will note that.", "Noted."]
+    assert len(all_of(signed_in, "#transcript > details.tool")) == 1
+    assert "Use metric." in famulus.http.get("/directives").json()["content"]
 
 
 def test_escape_cancels_a_slow_run(

@@ -89,7 +89,23 @@ def test_phone_size_has_no_sideways_scrolling(signed_in: WebDriver) -> None:
         assert signed_in.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth"
         )
-        assert signed_in.find_element(By.CSS_SELECTOR, "#send").is_displayed()
-        assert signed_in.find_element(By.CSS_SELECTOR, "#new-session").is_displayed()
+        for css in ("#send", "#message", "#new-session", "#sign-out"):
+            inside = signed_in.execute_script(
+                "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+                "return r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth",
+                css,
+            )
+            assert inside, f"{css} is off screen"
     finally:
         signed_in.set_window_size(size["width"], size["height"])
+
+
+def test_a_wrong_key_in_the_link_is_refused_and_removed(
+    browser: WebDriver, famulus: Famulus
+) -> None:
+    browser.get(f"{famulus.base_url}/health")
+    browser.execute_script("sessionStorage.clear(); localStorage.clear();")
+    browser.get(f"{famulus.base_url}/#key=fam_not_the_key")
+    wait_text(browser, "#sign-in-error", "not valid")
+    assert "fam_not_the_key" not in browser.current_url
+    assert browser.execute_script("return sessionStorage.length + localStorage.length") == 0

@@ -2,7 +2,7 @@
 // text nodes; markdown() is the one place HTML is made from text, and its
 // output always goes through the sanitizer first.
 
-import { marked } from "/vendor/marked.esm.js";
+import { Marked } from "/vendor/marked.esm.js";
 import DOMPurify from "/vendor/purify.es.mjs";
 
 // h("button", {class: "x", on: {click: fn}, dataset: {id: 1}}, "text", node)
@@ -58,10 +58,26 @@ const PURIFY = {
   FORBID_ATTR: ["style", "srcset"],
 };
 
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+// Raw HTML inside Markdown is shown as the text it is, never parsed: what a
+// model or a web page wrote as "<img onerror=…>" is something to read, and
+// markup that never exists cannot misbehave (the sanitizer stays as the second
+// line of defence, for what Markdown itself makes, such as javascript: links).
+const renderer = new Marked({
+  gfm: true,
+  breaks: true,
+  async: false,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+  },
+});
+
 // Model output, tool results, skill text and memory: Markdown rendered, then
 // sanitized (no scripts, no event handlers, only http(s)/mailto links).
 export function markdown(text) {
-  const html = marked.parse(String(text ?? ""), { gfm: true, breaks: true, async: false });
+  const html = renderer.parse(String(text ?? ""));
   const fragment = DOMPurify.sanitize(html, PURIFY);
   const blocks = fragment.querySelectorAll("pre code");
   if (blocks.length) highlight([...blocks]);

@@ -79,6 +79,7 @@ class ChatView {
     this.replayTexts = []; // assistant texts of the last turn in history
     this.skills = null;
     this.attachments = []; // {media_type, data, url} waiting to be sent
+    this.offline = false; // the stream dropped and is reconnecting
     this.showArchived = false;
     this.onKey = (event) => this.globalKey(event);
   }
@@ -101,7 +102,6 @@ class ChatView {
   }
 
   build() {
-    const { api } = this;
     this.list = h("ul", { class: "session-list" });
     this.archivedToggle = h(
       "button",
@@ -194,7 +194,6 @@ class ChatView {
       ),
     );
     this.root.append(sidebar, h("div", { class: "chat" }, head, this.transcript, this.status, composer));
-    void api;
   }
 
   fail(error) {
@@ -646,6 +645,7 @@ class ChatView {
     if (text) this.notice(text, kind);
     if (data.run_id === this.running) this.setRunning(null);
     this.loadContext();
+    this.loadSessions(); // message counts and order changed
   }
 
   // ---- sending -------------------------------------------------------------
