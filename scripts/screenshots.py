@@ -32,6 +32,15 @@ MODEL = "scripted-model"
 # (file name, hash route, a CSS selector that shows when the view is drawn)
 SHOTS: list[tuple[str, str, str]] = [
     ("chat", "#/chat", "#transcript .msg.assistant"),
+    ("memory", "#/memory/facts", ".mem-facts .mem-fact"),
+    ("skills", "#/skills", ".skills-builtin .skills-item"),
+]
+
+FACTS = [
+    "My sister Ines lives in Porto",
+    "I prefer green tea, never coffee after 3 pm",
+    "Piano lessons are on Tuesdays at 18:00",
+    "The dentist is Dr. Almeida, Rua Augusta 12",
 ]
 
 ANSWER = """Here is a plan for **three days in Lisbon**:
@@ -77,6 +86,7 @@ def main() -> None:
                     },
                 ).raise_for_status()
                 sid = converse(http, model)
+                http.post("/facts/import", json={"facts": [{"text": t} for t in FACTS]})
             shoot(server.base_url, sid)
         finally:
             server.stop()
