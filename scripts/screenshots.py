@@ -34,6 +34,15 @@ SHOTS: list[tuple[str, str, str]] = [
     ("chat", "#/chat", "#transcript .msg.assistant"),
     ("automations", "#/automations", ".auto-list .auto"),
     ("settings", "#/settings", ".directives-text"),
+    ("memory", "#/memory/facts", ".mem-facts .mem-fact"),
+    ("skills", "#/skills", ".skills-builtin .skills-item"),
+]
+
+FACTS = [
+    "My sister Ines lives in Porto",
+    "I prefer green tea, never coffee after 3 pm",
+    "Piano lessons are on Tuesdays at 18:00",
+    "The dentist is Dr. Almeida, Rua Augusta 12",
 ]
 
 ANSWER = """Here is a plan for **three days in Lisbon**:
@@ -97,6 +106,7 @@ def main() -> None:
                 ).raise_for_status()
                 sid = converse(http, model)
                 automate(http)
+                http.post("/facts/import", json={"facts": [{"text": t} for t in FACTS]})
             shoot(server.base_url, sid)
         finally:
             server.stop()

@@ -5,7 +5,8 @@ Fixtures (one server and one browser per test module):
 ``famulus`` the running server (``base_url``, ``key``, ``http`` — an httpx client
 with the key), ``model`` the scripted OpenAI-compatible server registered as the
 chat model, ``browser`` the Selenium driver, ``signed_in`` the browser opened at
-``base_url/#key=<key>`` with the shell shown. Helpers are in
+``base_url/#key=<key>`` with the shell shown; ``famulus_env`` (override it in a
+test module) adds environment for the server. Helpers are in
 ``tests/support/browser.py`` (``wait_for``, ``wait_text``, ``text_of`` …).
 Every test here is marked ``browser`` (``pytest -m "not browser"`` skips them).
 """
@@ -55,7 +56,7 @@ class Famulus:
 @pytest.fixture(scope="module")
 def famulus_env() -> dict[str, str]:
     """More environment for the server; a test module overrides this fixture to
-    point provider base URLs (FAMULUS_*_BASE_URL) at a fake, for instance."""
+    point the server at its own fakes (provider base URLs, ``FAMULUS_SKILLS_HOST_URL``)."""
     return {}
 
 

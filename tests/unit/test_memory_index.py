@@ -30,6 +30,22 @@ def test_index_upsert_remove_search_stay_exact() -> None:
     assert len(index) == 199
 
 
+def test_index_loaded_from_read_only_bytes_takes_edits() -> None:
+    """The store hands over vectors read from BLOBs (read-only buffers); a delete
+    followed by an add after a restart must not write into them."""
+    rng = np.random.default_rng(3)
+    vecs = _unit(rng, 3)
+    frozen = np.frombuffer(vecs.tobytes(), dtype=np.float32).reshape(3, 8)
+    assert not frozen.flags.writeable
+    index = VectorIndex(8)
+    index.load([1, 2, 3], frozen)
+    index.remove(1)  # moves the last row into the hole
+    index.upsert(4, vecs[0])  # fills the freed slot
+    index.upsert(2, vecs[2])  # edits a row in place
+    assert index.ids() == {2, 3, 4}
+    assert index.search(vecs[0], 1)[0][0] == 4
+
+
 def test_index_load_replaces_content() -> None:
     rng = np.random.default_rng(2)
     index = VectorIndex(8)

@@ -35,7 +35,9 @@ class VectorIndex:
         """Replace the whole content (start-up, model switch)."""
         with self._lock:
             self._ids = np.array(ids, dtype=np.int64)
-            self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1, self.dim)
+            # A copy, always: the matrix read from the store may be a read-only view of
+            # its bytes, and remove/upsert write into this one in place.
+            self._matrix = np.array(matrix, dtype=np.float32, copy=True).reshape(-1, self.dim)
             self._pos = {int(i): n for n, i in enumerate(ids)}
             self._size = len(ids)
 

@@ -6,11 +6,15 @@ import { api } from "./api.js";
 import { clear, h } from "./dom.js";
 import { view as chat } from "./views/chat.js";
 import { view as automations } from "./views/automations.js";
+import { view as memory } from "./views/memory.js";
 import { view as settings } from "./views/settings.js";
+import { view as skills } from "./views/skills.js";
 
 const VIEWS = [
   chat,
+  memory,
   automations,
+  skills,
   settings,
 ];
 
