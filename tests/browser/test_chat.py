@@ -24,7 +24,7 @@ from famulus.store.db import Database
 from famulus.store.sessions import SessionStore
 
 
-def wait_until_true(check: Callable[[], bool], timeout: float = 15.0) -> None:
+def wait_until_true(check: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "condition never held"
