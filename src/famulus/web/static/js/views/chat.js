@@ -75,12 +75,16 @@ class ChatView {
     this.tools = new Map(); // tool_id -> {el, nested, result, done}
     this.streams = new Map(); // "depth:parent" -> {el, text, frame}
     this.approvals = new Map(); // tool_id -> approval card
-    this.queued = new Map(); // client_id -> badge
+    this.queued = new Map(); // client_id -> {badge, bubble}
     this.replayTexts = []; // assistant texts of the last turn in history
     this.skills = null;
     this.attachments = []; // {media_type, data, url} waiting to be sent
     this.offline = false; // the stream dropped and is reconnecting
     this.showArchived = false;
+    this.gone = new Set(); // ids of reverted messages already drawn away
+    this.redrawing = null; // the redraw after a revert, while it runs
+    this.finished = new Set(); // run ids whose end was seen
+    this.settled = new Set(); // client ids taken in or withdrawn (the event may beat the answer)
     this.onKey = (event) => this.globalKey(event);
   }
 
@@ -89,7 +93,7 @@ class ChatView {
   async start() {
     this.build();
     document.addEventListener("keydown", this.onKey);
-    await Promise.all([this.loadSessions(), this.loadSession(), this.loadHistory()]);
+    await Promise.all([this.loadSessions(), this.loadSession(), this.loadHistory(), this.checkModel()]);
     this.connect();
     this.loadContext();
     this.input.focus();
@@ -157,6 +161,24 @@ class ChatView {
       { type: "button", id: "background", disabled: true, on: { click: () => this.background() } },
       "Background",
     );
+    this.undoButton = h(
+      "button",
+      { type: "button", id: "undo", title: "Remove the last turn and put its message back here", on: { click: () => this.undo() } },
+      "Undo last turn",
+    );
+    this.retryButton = h(
+      "button",
+      { type: "button", id: "retry", title: "Ask the last message again", on: { click: () => this.retry() } },
+      "Retry",
+    );
+    this.connectPrompt = h(
+      "div",
+      { class: "connect-model hidden", id: "connect-model", role: "status" },
+      h("strong", {}, "No chat model is connected yet."),
+      " famulus needs one to answer. ",
+      h("a", { href: "#/settings", id: "connect-model-link" }, "Connect a model"),
+      h("small", { class: "muted" }, "Add a provider's API key (or a custom OpenAI-compatible server) in Settings."),
+    );
     this.fileInput = h("input", {
       type: "file",
       id: "attach-input",
@@ -188,12 +210,17 @@ class ChatView {
           { type: "button", id: "attach", class: "attach", title: "Attach images", on: { click: () => this.fileInput.click() } },
           "Attach",
         ),
+        this.undoButton,
+        this.retryButton,
         this.cancelButton,
         this.backgroundButton,
         h("button", { type: "button", id: "send", class: "primary", on: { click: () => this.send() } }, "Send"),
       ),
     );
-    this.root.append(sidebar, h("div", { class: "chat" }, head, this.transcript, this.status, composer));
+    this.root.append(
+      sidebar,
+      h("div", { class: "chat" }, head, this.connectPrompt, this.transcript, this.status, composer),
+    );
   }
 
   fail(error) {
@@ -400,15 +427,75 @@ class ChatView {
   drawMessages(messages, into) {
     for (const m of messages) {
       if (m.role === "user") {
-        into.append(this.userBubble(asText(m.content), m.created_at, m.images || []));
+        const bubble = this.userBubble(asText(m.content), m.created_at, m.images || []);
+        into.append(bubble);
+        this.tag(bubble, m.id);
       } else if (m.role === "assistant") {
-        if (m.content) into.append(this.assistantBubble(asText(m.content)));
+        if (m.content) {
+          const bubble = this.assistantBubble(asText(m.content));
+          into.append(bubble);
+          this.tag(bubble, m.id);
+        }
         for (const call of m.tool_calls || []) into.append(this.toolItem(call.id, call.name, call.arguments, ""));
       } else if (m.role === "tool") {
         const tool = this.tools.get(m.tool_call_id);
         if (tool) this.setResult(tool, asText(m.content), false, null);
       }
     }
+  }
+
+  // A message whose history id is known gets its id and a "Branch from here"
+  // action right after it (outside the bubble, so the bubble's text stays the
+  // message's text).
+  tag(el, id) {
+    if (id === undefined || id === null || el.dataset.id) return;
+    el.dataset.id = String(id);
+    const side = el.classList.contains("user") ? "user" : "assistant";
+    el.after(
+      h(
+        "div",
+        { class: ["msg-actions", side], dataset: { for: String(id) } },
+        h(
+          "button",
+          { type: "button", class: "link branch", title: "A new session with the conversation up to here", on: { click: () => this.branch(id) } },
+          "Branch from here",
+        ),
+      ),
+    );
+  }
+
+  // After a run, the messages drawn live get the ids history gave them: the
+  // untagged bubbles of each role, in order, pair with the newer history rows.
+  async syncIds() {
+    let messages;
+    try {
+      ({ messages } = await this.api.get("/session/history", { session_id: this.sid }));
+    } catch {
+      return; // the ids come with the next run or reload
+    }
+    if (this.abort.signal.aborted) return;
+    this.history = messages;
+    const drawn = [...this.transcript.querySelectorAll(":scope > .msg[data-id]")].map((e) => Number(e.dataset.id));
+    const known = Math.max(0, ...drawn);
+    const fresh = messages.filter((m) => m.id > known);
+    const pair = (selector, rows) => {
+      const els = [...this.transcript.querySelectorAll(selector)].filter((e) => !e.dataset.id);
+      els.forEach((el, i) => rows[i] && this.tag(el, rows[i].id));
+    };
+    pair(":scope > .msg.user:not(.pending)", fresh.filter((m) => m.role === "user"));
+    pair(":scope > .msg.assistant:not(.streaming)", fresh.filter((m) => m.role === "assistant" && m.content));
+  }
+
+  // Draws the transcript again from history (after a revert: tool calls and
+  // texts of the removed turns go with their messages).
+  async redraw() {
+    for (const entry of this.streams.values()) cancelAnimationFrame(entry.frame);
+    this.streams.clear();
+    this.tools.clear();
+    this.approvals.clear();
+    this.earlierButton = null;
+    clear(this.transcript);
+    await this.loadHistory();
   }
 
   userBubble(text, createdAt, images = []) {
@@ -547,6 +634,8 @@ class ChatView {
     this.running = runId;
     this.cancelButton.disabled = !runId;
     this.backgroundButton.disabled = !runId;
+    this.undoButton.disabled = Boolean(runId);
+    this.retryButton.disabled = Boolean(runId);
     if (!runId) this.status.textContent = "";
   }
 
@@ -643,9 +732,11 @@ class ChatView {
   ended(data, text, kind) {
     for (const entry of this.streams.values()) entry.el.classList.remove("streaming");
     if (text) this.notice(text, kind);
+    if (data.run_id) this.finished.add(data.run_id);
     if (data.run_id === this.running) this.setRunning(null);
     this.loadContext();
     this.loadSessions(); // message counts and order changed
+    this.syncIds();
   }
 
   // ---- sending -------------------------------------------------------------
@@ -655,30 +746,162 @@ class ChatView {
     const images = this.attachments;
     if (!text.trim() && !images.length) return;
     this.closeCompletion();
-    const clientId = `c_${crypto.randomUUID()}`;
     this.input.value = "";
-    const body = { message: text, session_id: this.sid, client_id: clientId };
-    if (images.length) body.images = images.map(({ media_type, data }) => ({ media_type, data }));
-    try {
-      const r = await this.api.post("/chat/message", body);
+    if (await this.submit(text, images)) {
       this.attachments = [];
       this.drawAttachments();
-      const bubble = this.userBubble(text, new Date().toISOString(), images);
-      for (const item of images) URL.revokeObjectURL(item.url);
-      if (r.queued) {
-        const badge = h("span", { class: "badge queued" }, "queued");
-        bubble.append(badge);
-        this.queued.set(clientId, badge);
-      } else {
-        this.setRunning(r.run_id);
-      }
-      this.transcript.append(bubble);
-      this.replayTexts = [];
-      this.scrollToEnd(true);
+      for (const item of images) if (item.url?.startsWith("blob:")) URL.revokeObjectURL(item.url);
+    } else if (!this.input.value) {
+      this.input.value = text;
+    }
+  }
+
+  // Posts one message (with a client_id, so a queued one can be withdrawn)
+  // and draws it; false when the server refused it.
+  async submit(text, images) {
+    const clientId = `c_${crypto.randomUUID()}`;
+    const body = { message: text, session_id: this.sid, client_id: clientId };
+    if (images.length) body.images = images.map(({ media_type, data }) => ({ media_type, data }));
+    // Drawn at once (the run's events may come before the answer), taken
+    // away again if the server refuses the message.
+    const bubble = this.userBubble(text, new Date().toISOString(), images);
+    this.transcript.append(bubble);
+    this.replayTexts = [];
+    this.scrollToEnd(true);
+    let r;
+    try {
+      r = await this.api.post("/chat/message", body);
     } catch (error) {
-      if (!this.input.value) this.input.value = text;
+      bubble.remove();
+      if (error.code === "not_configured" && error.status === 503) this.showConnect(true);
+      else this.fail(error);
+      return false;
+    }
+    this.showConnect(false);
+    if (r.queued && !this.settled.has(clientId)) {
+      const badge = h(
+        "span",
+        { class: "badge queued" },
+        "queued",
+        h("button", { type: "button", class: "link withdraw", on: { click: () => this.withdraw(clientId) } }, "Withdraw"),
+      );
+      bubble.classList.add("pending");
+      bubble.append(badge);
+      this.queued.set(clientId, { badge, bubble });
+    } else if (!r.queued && !this.finished.has(r.run_id)) {
+      this.setRunning(r.run_id); // unless its events were faster than the answer
+    }
+    return true;
+  }
+
+  // ---- withdraw, undo, retry, branch ----------------------------------------
+
+  async withdraw(clientId) {
+    const entry = this.queued.get(clientId);
+    if (!entry) return;
+    const button = entry.badge.querySelector("button");
+    if (button) button.disabled = true;
+    const path = `/chat/queue/${encodeURIComponent(clientId)}?session_id=${encodeURIComponent(this.sid)}`;
+    try {
+      const r = await this.api.del(path);
+      this.unqueue(clientId, true);
+      this.putBack(r.message, r.images);
+    } catch (error) {
+      if (error.status === 409) {
+        button?.remove();
+        this.ctx.toast("Too late: the run already took that message in. Undo the turn once the run has finished.", "error");
+      } else {
+        if (button) button.disabled = false;
+        this.fail(error);
+      }
+    }
+  }
+
+  // A queued message leaves the queue: taken in (its bubble stays, without
+  // the badge) or withdrawn (the bubble goes).
+  unqueue(clientId, withdrawn) {
+    if (clientId) this.settled.add(clientId);
+    const entry = this.queued.get(clientId);
+    if (!entry) return;
+    this.queued.delete(clientId);
+    if (withdrawn) {
+      entry.bubble.remove();
+    } else {
+      entry.badge.remove();
+      entry.bubble.classList.remove("pending");
+    }
+  }
+
+  // Text (and images) back into the composer, before whatever is typed there.
+  putBack(text, images) {
+    const typed = this.input.value;
+    this.input.value = typed.trim() ? `${text}\n\n${typed}` : text || "";
+    for (const image of images || []) {
+      const url = imageSource(image);
+      if (url) this.attachments.push({ media_type: image.media_type, data: image.data, url });
+    }
+    this.drawAttachments();
+    this.input.focus();
+  }
+
+  // Removes the last turn; the view follows through the answer (and, in other
+  // tabs, through the session_reverted event). null when refused.
+  async revert() {
+    let r;
+    try {
+      r = await this.api.post(`/sessions/${encodeURIComponent(this.sid)}/revert`, { turns: 1 });
+    } catch (error) {
+      this.fail(error);
+      return null;
+    }
+    await this.reverted(r.removed.map((m) => m.id));
+    this.loadContext();
+    this.loadSessions();
+    return r;
+  }
+
+  async reverted(ids) {
+    const fresh = ids.filter((id) => !this.gone.has(id));
+    if (fresh.length) {
+      for (const id of fresh) this.gone.add(id);
+      this.redrawing = this.redraw();
+    }
+    await this.redrawing; // the event and the answer both wait for one redraw
+  }
+
+  async undo() {
+    const r = await this.revert();
+    if (r) this.putBack(r.text, r.images);
+  }
+
+  async retry() {
+    const r = await this.revert();
+    if (r && !(await this.submit(r.text, r.images || []))) this.putBack(r.text, r.images);
+  }
+
+  async branch(messageId) {
+    try {
+      const created = await this.api.post(`/sessions/${encodeURIComponent(this.sid)}/branch`, { message_id: messageId });
+      this.ctx.toast(`Branched into "${created.name}".`);
+      this.ctx.navigate(`#/chat/${encodeURIComponent(created.session_id)}`);
+    } catch (error) {
       this.fail(error);
     }
+  }
+
+  // ---- first run -----------------------------------------------------------
+
+  async checkModel() {
+    try {
+      const config = await this.api.get("/config");
+      this.showConnect(!config.chat_model);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  showConnect(show) {
+    this.connectPrompt.classList.toggle("hidden", !show);
   }
 
   async cancel() {
@@ -833,11 +1056,13 @@ const HANDLERS = {
     this.status.textContent = "Working…";
   },
   message_ingested(data) {
-    const badge = this.queued.get(data.client_id);
-    if (badge) {
-      badge.remove();
-      this.queued.delete(data.client_id);
-    }
+    this.unqueue(data.client_id, false);
+  },
+  message_withdrawn(data) {
+    this.unqueue(data.client_id, true);
+  },
+  session_reverted(data) {
+    this.reverted(data.message_ids || []);
   },
   thinking(data) {
     this.status.textContent = data.status || "Thinking…";
