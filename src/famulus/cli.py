@@ -63,10 +63,10 @@ def web_address(settings: Settings) -> str:
 def _ensure_key(settings: Settings) -> None:
     """First start without FAMULUS_API_KEY: make a key, print it once with a sign-in
     link for the browser (Jupyter-style), keep only its hash. Otherwise the key is
-    the person's already, and only the address is printed."""
+    the person's already; the start-up log line gives the address (every line
+    the server writes after this is a log line, in the chosen log format)."""
     address = web_address(settings)
     if settings.api_key is not None or settings.key_file.exists():
-        typer.echo(f"famulus: open {address} in a browser and sign in with your API key.")
         return
     key = generate_key()
     write_key_file(settings.key_file, key)

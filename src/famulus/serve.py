@@ -152,7 +152,12 @@ class _Server(uvicorn.Server):
         if self.started and sockets:
             host, port = sockets[0].getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
-            log.info("famulus running on http://%s:%d (home %s)", shown, port, self.home)
+            log.info(
+                "famulus running on http://%s:%d (home %s); open it in a browser for the web client",
+                shown,
+                port,
+                self.home,
+            )
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain()

@@ -64,11 +64,12 @@ def test_first_start_generates_key_printed_once(tmp_path: Path) -> None:
         assert ok.status_code == 200
     finally:
         server.stop()
-    server.start()  # a second start prints no key, only the address
+    server.start()  # a second start prints no key, only the address (in its log line)
     server.stop()
     assert set(re.findall(r"fam_[A-Za-z0-9_\-]{40,}", server.output())) == {key}
     assert server.output().count(f"#key={key}") == 1
-    assert f"open {server.base_url}/ in a browser" in server.output()
+    assert f"running on {server.base_url} " in server.output()
+    assert "open it in a browser for the web client" in server.output()
 
     reset = subprocess.run(
         [sys.executable, "-m", "famulus.cli", "key", "reset"],
