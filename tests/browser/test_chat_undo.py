@@ -69,7 +69,7 @@ def test_without_a_chat_model_the_view_prompts_to_connect_one(
     assert wait_for(signed_in, "#connect-model").is_displayed()
     signed_in.find_element("css selector", "#connect-model-link").click()
     wait_for(signed_in, "#settings-providers")
-    assert signed_in.current_url.endswith("#/settings")
+    assert signed_in.current_url.endswith("#/settings/providers")
     errors = [e for e in console_errors(signed_in) if "/chat/message" not in e]  # the 503
     assert errors == []
 

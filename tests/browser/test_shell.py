@@ -96,6 +96,30 @@ def test_phone_size_has_no_sideways_scrolling(signed_in: WebDriver) -> None:
                 css,
             )
             assert inside, f"{css} is off screen"
+        for css in ("#send", "#message"):  # fully visible, not cut on either side
+            shown = signed_in.execute_script(
+                "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+                "return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth",
+                css,
+            )
+            assert shown, f"{css} is cut off"
+        # no button of the composer or the chat's header reaches past the screen
+        outside = signed_in.execute_script(
+            "return [...document.querySelectorAll('.composer button, .chat-head button')]"
+            ".filter((b) => b.offsetParent !== null)"
+            ".filter((b) => { const r = b.getBoundingClientRect();"
+            " return r.left < 0 || r.right > window.innerWidth; })"
+            ".map((b) => b.id || b.textContent)"
+        )
+        assert outside == []
+        # the composer's buttons stay on one line with Send, in short labels
+        tops = signed_in.execute_script(
+            "return [...document.querySelectorAll('.composer-actions button')]"
+            ".filter((b) => b.offsetParent !== null)"
+            ".map((b) => { const r = b.getBoundingClientRect(); return r.top + r.height / 2; })"
+        )
+        assert len(tops) >= 5 and max(tops) - min(tops) < 3, tops
+        assert signed_in.find_element(By.CSS_SELECTOR, "#undo").text == "Undo"
     finally:
         signed_in.set_window_size(size["width"], size["height"])
 

@@ -1,6 +1,8 @@
 // The shell: sign-in, the nav built from VIEWS, the hash router, toasts.
 // A view is a module exporting `view = {name, title, mount}`; mount(root, ctx)
 // may return a cleanup function, called when the person leaves the view.
+// Each mount gets its own ctx, whose navigate does nothing once that mount is
+// over: a view finishing a slow load must not drag the person back to itself.
 
 import { api } from "./api.js";
 import { clear, h } from "./dom.js";
@@ -47,6 +49,7 @@ function parseHash() {
 }
 
 function unmount() {
+  mounted += 1; // whatever was mounted is over, even while its mount still runs
   if (typeof cleanup === "function") {
     try {
       cleanup();
@@ -78,7 +81,7 @@ async function route() {
   const root = h("section", { class: ["view", `view-${view.name}`] });
   clear(app).append(shell(view), h("main", { class: "content" }, root));
   document.title = `${view.title} · famulus`;
-  const ctx = { api, navigate, toast, params };
+  const ctx = { api, navigate: (hash, replace) => token === mounted && navigate(hash, replace), toast, params };
   try {
     const done = await view.mount(root, ctx);
     if (token === mounted) cleanup = done;

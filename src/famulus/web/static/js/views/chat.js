@@ -12,6 +12,7 @@ import { clear, confirmDialog, h, markdown, when } from "../dom.js";
 export const view = { name: "chat", title: "Chat", mount };
 
 const HISTORY_CHUNK = 120; // messages drawn at once; earlier ones on request
+const SESSIONS_POLL_MS = 20000; // the sidebar looks for sessions made elsewhere
 
 async function mount(root, ctx) {
   const sid = ctx.params[0];
@@ -57,6 +58,11 @@ function imageSource(image) {
   return `data:${type};base64,${data.replace(/\s/g, "")}`;
 }
 
+// A button's label in full, and the short one a phone-size screen shows instead.
+function labels(full, short) {
+  return [h("span", { class: "label-full" }, full), h("span", { class: "label-short" }, short)];
+}
+
 function asText(content) {
   if (typeof content === "string") return content;
   if (content === null || content === undefined) return "";
@@ -86,6 +92,9 @@ class ChatView {
     this.finished = new Set(); // run ids whose end was seen
     this.settled = new Set(); // client ids taken in or withdrawn (the event may beat the answer)
     this.onKey = (event) => this.globalKey(event);
+    this.drawnSessions = ""; // what the sidebar shows, to skip redrawing the same
+    this.onReturn = () => this.refreshSessions();
+    this.sessionsTimer = 0;
   }
 
   // ---- layout --------------------------------------------------------------
@@ -93,6 +102,11 @@ class ChatView {
   async start() {
     this.build();
     document.addEventListener("keydown", this.onKey);
+    // Sessions made in another tab or through the API show up when the person
+    // comes back to this tab, and every SESSIONS_POLL_MS while it is shown.
+    document.addEventListener("visibilitychange", this.onReturn);
+    window.addEventListener("focus", this.onReturn);
+    this.sessionsTimer = setInterval(this.onReturn, SESSIONS_POLL_MS);
     await Promise.all([this.loadSessions(), this.loadSession(), this.loadHistory(), this.checkModel()]);
     this.connect();
     this.loadContext();
@@ -102,6 +116,9 @@ class ChatView {
   stop() {
     this.abort.abort();
     document.removeEventListener("keydown", this.onKey);
+    document.removeEventListener("visibilitychange", this.onReturn);
+    window.removeEventListener("focus", this.onReturn);
+    clearInterval(this.sessionsTimer);
     for (const entry of this.streams.values()) cancelAnimationFrame(entry.frame);
   }
 
@@ -159,12 +176,12 @@ class ChatView {
     this.backgroundButton = h(
       "button",
       { type: "button", id: "background", disabled: true, on: { click: () => this.background() } },
-      "Background",
+      labels("Background", "Bg"),
     );
     this.undoButton = h(
       "button",
       { type: "button", id: "undo", title: "Remove the last turn and put its message back here", on: { click: () => this.undo() } },
-      "Undo last turn",
+      labels("Undo last turn", "Undo"),
     );
     this.retryButton = h(
       "button",
@@ -176,7 +193,7 @@ class ChatView {
       { class: "connect-model hidden", id: "connect-model", role: "status" },
       h("strong", {}, "No chat model is connected yet."),
       " famulus needs one to answer. ",
-      h("a", { href: "#/settings", id: "connect-model-link" }, "Connect a model"),
+      h("a", { href: "#/settings/providers", id: "connect-model-link" }, "Connect a model"),
       h("small", { class: "muted" }, "Add a provider's API key (or a custom OpenAI-compatible server) in Settings."),
     );
     this.fileInput = h("input", {
@@ -203,17 +220,21 @@ class ChatView {
       this.input,
       h(
         "div",
-        { class: "row" },
+        { class: "row composer-actions" },
         this.fileInput,
         h(
-          "button",
-          { type: "button", id: "attach", class: "attach", title: "Attach images", on: { click: () => this.fileInput.click() } },
-          "Attach",
+          "div",
+          { class: "composer-extra" },
+          h(
+            "button",
+            { type: "button", id: "attach", class: "attach", title: "Attach images", on: { click: () => this.fileInput.click() } },
+            "Attach",
+          ),
+          this.undoButton,
+          this.retryButton,
+          this.cancelButton,
+          this.backgroundButton,
         ),
-        this.undoButton,
-        this.retryButton,
-        this.cancelButton,
-        this.backgroundButton,
         h("button", { type: "button", id: "send", class: "primary", on: { click: () => this.send() } }, "Send"),
       ),
     );
@@ -240,7 +261,19 @@ class ChatView {
     }
   }
 
+  refreshSessions() {
+    if (document.visibilityState === "visible" && !this.abort.signal.aborted) this.loadSessions();
+  }
+
   drawSessions(sessions) {
+    // Unchanged (as shown, relative times included): leave the list, its
+    // scroll position and focus alone.
+    const shown = JSON.stringify([
+      this.showArchived,
+      sessions.map((s) => [s.session_id, s.name, when(s.last_activity), s.message_count]),
+    ]);
+    if (shown === this.drawnSessions) return;
+    this.drawnSessions = shown;
     clear(this.list);
     this.archivedToggle.textContent = this.showArchived ? "Active" : "Archived";
     if (!sessions.length) {

@@ -591,7 +591,12 @@ async function mount(root, ctx) {
   }));
   root.classList.add("view-settings");
   root.append(h("header", { class: "view-header" }, h("h2", {}, "Settings")), nav, ...all.map((s) => s.el));
+  // #/settings/<section> (e.g. the chat's "Connect a model" link) opens at that
+  // section; again once loaded, as the sections above it grow while they load.
+  const target = all.find((s) => s.el.id === `settings-${ctx.params[0]}`);
+  target?.el.scrollIntoView({ block: "start" });
   await Promise.all(all.map((s) => s.reload()));
+  if (alive) target?.el.scrollIntoView({ block: "start" });
   return () => {
     alive = false;
     for (const t of timers) clearTimeout(t);
