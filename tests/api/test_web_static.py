@@ -54,6 +54,9 @@ async def test_other_paths_keep_the_json_errors(client: httpx.AsyncClient) -> No
         assert r.json()["code"] == "not_found", path
     r = await client.post("/", json={})
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    assert r.headers["allow"] == "GET"  # static routes are not in the OpenAPI document
+    r = await client.head("/js/app.js")
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
 
 
 async def test_static_routes_are_not_in_the_openapi_document(client: httpx.AsyncClient) -> None:

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from famulus.agent.failures import describe
 from famulus.errors import FamulusError, RateLimited
@@ -129,14 +130,17 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method the API serves at this path, read from the app's OpenAPI
-    document: each method of a path is its own route, so the one route Starlette
-    tried names only its own."""
+    """Every method served at this path, from the route table (``api/routes.py``):
+    each method of a path is its own route, so the one route Starlette tried
+    names only its own; every route whose path matches adds its methods."""
+    from famulus.api import routes  # the table imports every router, which use this module
+
     found: set[str] = set()
-    for path, operations in request.app.openapi().get("paths", {}).items():
-        pattern = "^" + re.sub(r"\{[^}/]+\}", "[^/]+", path) + "$"
-        if re.match(pattern, request.url.path):
-            found |= {m.upper() for m in operations if m != "parameters"}
+    for router in (*routes.PUBLIC, *routes.PROTECTED):
+        for route in router.routes:
+            matched, _ = route.matches(request.scope)
+            if matched != Match.NONE:
+                found |= set(getattr(route, "methods", None) or ())
     return sorted(found)
 
 
