@@ -247,7 +247,8 @@ def test_escape_cancels_a_slow_run(
     open_session(signed_in, famulus, "cancel")
     model.push(Turn(text=" ".join(f"w{i}" for i in range(200)), chunk_delay=0.1))
     say(signed_in, "talk a lot")
-    wait_for(signed_in, "#transcript .msg.assistant.streaming")
+    # a few words in, so the text kept at the cancel is known to start "w0 w1"
+    wait_text(signed_in, "#transcript .msg.assistant.streaming", "w2")
     assert signed_in.find_element(By.CSS_SELECTOR, "#cancel").is_enabled()
     signed_in.find_element(By.CSS_SELECTOR, "body").send_keys(Keys.ESCAPE)
     wait_text(signed_in, "#transcript .notice", "Cancelled.")
