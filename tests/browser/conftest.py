@@ -19,8 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from tests.support import browser as chrome
+from tests.support.browser import all_of, wait_for, wait_text, wait_until
 from tests.support.live import ServerProcess
 from tests.support.scripted_openai import ScriptedOpenAI
 
@@ -122,3 +124,22 @@ def signed_in(browser: WebDriver, famulus: Famulus) -> WebDriver:
     browser.get(f"{famulus.base_url}/#key={famulus.key}")
     chrome.wait_for(browser, "#sign-out")
     return browser
+
+
+def open_session(browser: WebDriver, famulus: Famulus, name: str) -> str:
+    """A new session made through the API, opened in the chat view, input focused."""
+    sid = str(famulus.http.post("/sessions", json={"name": name}).json()["session_id"])
+    browser.execute_script("location.hash = arguments[0]", f"#/chat/{sid}")
+    wait_text(browser, "#session-name", name)
+    wait_until(browser, "document.activeElement && document.activeElement.id === 'message'")
+    return sid
+
+
+def say(browser: WebDriver, text: str) -> None:
+    box = wait_for(browser, "#message")
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+
+
+def assistant_texts(browser: WebDriver) -> list[str]:
+    return [e.text for e in all_of(browser, "#transcript > .msg.assistant")]

@@ -15,7 +15,7 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from tests.browser.conftest import Famulus
+from tests.browser.conftest import Famulus, assistant_texts, open_session, say
 from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_text, wait_until
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
 from tests.support.tcp_proxy import TcpProxy
@@ -29,24 +29,6 @@ def wait_until_true(check: Callable[[], bool], timeout: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "condition never held"
         time.sleep(0.1)
-
-
-def open_session(browser: WebDriver, famulus: Famulus, name: str) -> str:
-    sid = str(famulus.http.post("/sessions", json={"name": name}).json()["session_id"])
-    browser.execute_script("location.hash = arguments[0]", f"#/chat/{sid}")
-    wait_text(browser, "#session-name", name)
-    wait_until(browser, "document.activeElement && document.activeElement.id === 'message'")
-    return sid
-
-
-def say(browser: WebDriver, text: str) -> None:
-    box = wait_for(browser, "#message")
-    box.send_keys(text)
-    box.send_keys(Keys.ENTER)
-
-
-def assistant_texts(browser: WebDriver) -> list[str]:
-    return [e.text for e in all_of(browser, "#transcript > .msg.assistant")]
 
 
 def test_answer_streams_as_markdown_and_enter_sends(

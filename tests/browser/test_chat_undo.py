@@ -7,33 +7,14 @@ here asks for the ``model`` fixture (which registers one for the module)."""
 
 from __future__ import annotations
 
-from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from tests.browser.conftest import Famulus
+from tests.browser.conftest import Famulus, assistant_texts, open_session, say
 from tests.support.browser import all_of, console_errors, text_of, wait_for, wait_text, wait_until
 from tests.support.scripted_openai import ScriptedOpenAI, Turn
 
 
-def open_session(browser: WebDriver, famulus: Famulus, name: str) -> str:
-    sid = str(famulus.http.post("/sessions", json={"name": name}).json()["session_id"])
-    browser.execute_script("location.hash = arguments[0]", f"#/chat/{sid}")
-    wait_text(browser, "#session-name", name)
-    wait_until(browser, "document.activeElement && document.activeElement.id === 'message'")
-    return sid
-
-
-def say(browser: WebDriver, text: str) -> None:
-    box = wait_for(browser, "#message")
-    box.send_keys(text)
-    box.send_keys(Keys.ENTER)
-
-
 def user_texts(browser: WebDriver) -> list[str]:
     return [e.text for e in all_of(browser, "#transcript > .msg.user")]
-
-
-def assistant_texts(browser: WebDriver) -> list[str]:
-    return [e.text for e in all_of(browser, "#transcript > .msg.assistant")]
 
 
 def history(famulus: Famulus, sid: str) -> list[dict[str, object]]:
