@@ -20,6 +20,22 @@ log = logging.getLogger(__name__)
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
 
+def instructions(skill: Skill) -> str:
+    """A skill's instructions as the agent gets them, by ``/name`` or ``load_skill``.
+
+    A skill with scripts also gets told how to run them, through the
+    ``run_skill_script`` tool (which asks the person first).
+    """
+    text = skill.instructions or skill.description
+    if skill.scripts:
+        text += (
+            f"\n\nThis skill's folder holds scripts: {', '.join(skill.scripts)}. Run one,"
+            f" when the instructions call for it, with the run_skill_script tool"
+            f" (name '{skill.name}', the script's name when there are several, and args)."
+        )
+    return text
+
+
 class SkillRegistry:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -66,26 +82,29 @@ class SkillRegistry:
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.all() if s.name == name), None)
 
-    def invocation(self, name: str, arguments: str) -> str | None:
-        """The prompt for ``/name arguments`` (None: no such skill).
+    def catalog(self) -> list[tuple[str, str]]:
+        """(name, description) of every skill, for the system prompt's skills block."""
+        return [(s.name, s.description) for s in self.all()]
 
-        A skill with scripts also gets told how to run them, through the
-        ``run_skill_script`` tool (which asks the person first).
-        """
+    def invocation(self, name: str, arguments: str) -> str | None:
+        """The prompt for ``/name arguments`` (None: no such skill)."""
         skill = self.get(name)
         if skill is None:
             return None
-        text = (
-            f"The person invoked the skill /{skill.name}. Follow its instructions:\n\n"
-            f"{skill.instructions or skill.description}"
-        )
-        if skill.scripts:
-            text += (
-                f"\n\nThis skill's folder holds scripts: {', '.join(skill.scripts)}. Run one,"
-                f" when the instructions call for it, with the run_skill_script tool"
-                f" (name '{skill.name}', the script's name when there are several, and args)."
-            )
+        text = f"The person invoked the skill /{skill.name}. Follow its instructions:\n\n"
+        text += instructions(skill)
         return text + (f"\n\nArguments given: {arguments}" if arguments else "")
+
+    def loaded(self, name: str) -> str | None:
+        """What ``load_skill`` answers (None: no such skill): the same instructions
+        ``/name`` gives, so a skill the agent chose runs as one the person forced."""
+        skill = self.get(name)
+        if skill is None:
+            return None
+        return (
+            f"Instructions of the skill /{skill.name}, installed by the person;"
+            f" follow them for the person's request:\n\n{instructions(skill)}"
+        )
 
     def require(self, name: str) -> Skill:
         skill = self.get(name)
