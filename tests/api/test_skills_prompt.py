@@ -145,5 +145,7 @@ async def test_context_counts_the_skills_and_fifty_stay_bounded(
     prepared = await app.state.container.chat.turns.prepared(sid, resolved(TestModel()))
     block = prepared.system_prompt.split("\n\n")[1]
     assert block.endswith("\n</skills>") and len(block) <= SKILLS_BLOCK_CHARS
-    assert "- skill-00: Skill number 0" in block and "more skills: call list_skills" in block
+    assert "- skill-00: Skill number 0" in block
+    assert block.split("\n")[-2].startswith("- also installed (names only): ")
+    assert block.split("\n")[-2].endswith(", skill-49, weather")  # every skill is named
     assert "BODY-OF-A-MANY-SKILL" not in prepared.system_prompt

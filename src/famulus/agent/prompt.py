@@ -91,13 +91,11 @@ def skills_block(skills: Iterable[tuple[str, str]]) -> str:
         return ""
     head, tail = f"{SKILLS_PREFACE}\n<skills>", "</skills>"
     room = SKILLS_BLOCK_CHARS - len(head) - 1 - len(tail) - _OVERFLOW_ROOM
-    lines: list[str] = []
-    for line in _described(entries, room):
-        if len(line) + 1 > room:
-            break
-        lines.append(line)
-        room -= len(line) + 1
-    rest = [name for name, _ in entries[len(lines) :]]
+    described = _described(entries, room)
+    count = _how_many_described(described, [name for name, _ in entries], room)
+    lines = described[:count]
+    room -= sum(len(line) + 1 for line in lines)
+    rest = [name for name, _ in entries[count:]]
     named = _names_that_fit(rest, room)
     if named:
         lines.append(_NAMES_ONLY + ", ".join(named))
@@ -116,6 +114,29 @@ def _described(entries: Sequence[tuple[str, str]], room: int) -> list[str]:
         if sum(len(line) + 1 for line in lines) <= room:
             break
     return lines
+
+
+def _how_many_described(lines: Sequence[str], names: Sequence[str], room: int) -> int:
+    """How many of ``lines`` to keep, in order: as many as fit, fewer when that
+    lets every remaining skill still be named (a named skill can be loaded); when
+    even names alone cannot all fit, as many as fit (the rest are counted)."""
+    used, fits = 0, 0
+    for line in lines:
+        if used + len(line) + 1 > room:
+            break
+        used, fits = used + len(line) + 1, fits + 1
+    for count in range(fits, -1, -1):
+        spent = sum(len(line) + 1 for line in lines[:count])
+        if _names_cost(names[count:]) <= room - spent:
+            return count
+    return fits
+
+
+def _names_cost(names: Sequence[str]) -> int:
+    """Characters of the names-only line for ``names`` (0 for none)."""
+    if not names:
+        return 0
+    return len(_NAMES_ONLY) + sum(len(name) for name in names) + 2 * (len(names) - 1) + 1
 
 
 def _names_that_fit(names: Sequence[str], room: int) -> list[str]:
