@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+
 from famulus.agent.prompt import (
     SKILL_DESCRIPTION_CHARS,
     SKILL_DESCRIPTION_MIN_CHARS,
@@ -11,6 +16,10 @@ from famulus.agent.prompt import (
     build_system_prompt,
     skills_block,
 )
+from famulus.settings import Settings
+from famulus.skills import registry as registry_module
+from famulus.skills.registry import SkillRegistry
+from famulus.skills.skill import Location, Skill
 
 
 def _lines(block: str) -> list[str]:
@@ -113,3 +122,45 @@ def test_capped_for_any_number_of_skills() -> None:
 def test_long_names_are_cut_too() -> None:
     block = skills_block([("n" * 500, "x")])
     assert _lines(block) == [f"- {'n' * 63}…: x"]
+
+
+# -- the registry keeps parsed SKILL.md files while they are unchanged ----------
+
+
+def _write(folder: Path, description: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {folder.name}\ndescription: {description}\n---\nGo.\n"
+    )
+
+
+def test_registry_parses_a_skill_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(home=tmp_path / "home", project_dir=tmp_path / "project")
+    parsed: list[str] = []
+    real = registry_module.load_skill
+
+    def counting(folder: Path, location: Location) -> Skill:
+        parsed.append(folder.name)
+        return real(folder, location)
+
+    monkeypatch.setattr(registry_module, "load_skill", counting)
+    registry = SkillRegistry(settings)
+    _write(settings.skills_dir / "weather", "Tells the weather.")
+    assert ("weather", "Tells the weather.") in registry.catalog()
+    first = len(parsed)
+    assert ("weather", "Tells the weather.") in registry.catalog()
+    assert len(parsed) == first  # nothing changed: nothing parsed
+
+    _write(settings.skills_dir / "weather", "Tells the rainbow.")  # same size, new content
+    assert ("weather", "Tells the rainbow.") in registry.catalog()
+    assert parsed[first:] == ["weather"]
+
+    (settings.skills_dir / "weather" / "run.sh").write_text("echo hi\n")
+    skill = registry.get("weather")
+    assert skill is not None and skill.scripts == ["run.sh"]  # scripts are read afresh
+
+    shutil.rmtree(settings.skills_dir / "weather")
+    assert registry.get("weather") is None
+    assert not any(f.name == "weather" for f in registry._parsed)
