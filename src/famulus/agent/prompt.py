@@ -43,9 +43,10 @@ SKILLS_BLOCK_CHARS = 4000
 It is sent with every request of every run, whether a skill is used or not,
 and people install skills freely; without a cap fifty skills would cost
 several thousand tokens a request and crowd a small local model's window.
-Skills past the cap are named without their description, and past that
-counted, with a pointer to ``list_skills``: the agent can still load any of
-them by name.
+Past the cap, descriptions are cut shorter, then the last skills by name lose
+theirs so that every skill stays named, and only when even the names do not
+fit are the rest counted, with a pointer to ``list_skills``: the agent can
+load any skill by name, listed or not.
 """
 SKILL_DESCRIPTION_CHARS = 150
 """A description is cut to this many characters: the list is for choosing a
