@@ -83,6 +83,8 @@ class AgentInputs:
     # Toolsets contributed by the areas (memory, skills, web, mail, calendar ...);
     # each registers a provider with ``hooks.toolsets`` (see famulus/hooks.py).
     extra_toolsets: list[AbstractToolset[Any]] = field(default_factory=list)
+    # (name, description) of the installed skills, listed in the system prompt
+    skills: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def _memory_context(memory: Recall, session_id: str, query: str) -> str:
@@ -128,6 +130,7 @@ async def prepare(
             sources=session.sources,
             summary=conversation.summary,
             memory=memory_text,
+            skills=inputs.skills,
         )
     )
     agent: Agent[AgentDeps, str] = Agent(

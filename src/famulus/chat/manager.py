@@ -96,7 +96,7 @@ class RunManager:
     ) -> None:
         self.c = core
         self.skills = skills
-        self.turns = TurnBuilder(core, models, memory)
+        self.turns = TurnBuilder(core, models, memory, skills)
         self.recorder = RunRecorder(core, memory)
         self.events = core.events
         self.history = core.sessions.store

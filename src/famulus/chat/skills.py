@@ -2,7 +2,8 @@
 
 The chat area asks a ``SkillPrompts`` port (the skills area's registry) for the
 prompt that runs the skill; None, no such skill, which the chat API answers
-with 404 before any run starts.
+with 404 before any run starts. The same port lists the skills (name and
+description) for the system prompt, from which the agent picks one itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ class SkillPrompts(Protocol):
     """``skills.registry.SkillRegistry`` has it."""
 
     def invocation(self, name: str, arguments: str) -> str | None: ...
+
+    def catalog(self) -> list[tuple[str, str]]:
+        """(name, description) of every skill the agent may load."""
+        ...
 
 
 def parse_invocation(message: str) -> tuple[str, str] | None:

@@ -6,20 +6,27 @@ counts exactly what the next run would send. Keeping that assembly here, and
 not in the run manager, lets both use it without calling back into each other.
 
 Automatic compaction is reached through the ``Compactor`` port: the context
-service implements it and is attached after both are built.
+service implements it and is attached after both are built. The installed
+skills (name and description) come from the ``SkillPrompts`` port and are
+listed in the system prompt, so ``GET /context`` counts them too.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Protocol
 
 from famulus.agent import scope
 from famulus.agent.factory import AgentInputs, Prepared, prepare
 from famulus.chat.ports import ChatMemory, Models
+from famulus.chat.skills import SkillPrompts
 from famulus.chat.spec import RunSpec
 from famulus.core import Core
 from famulus.errors import NotConfigured
 from famulus.llm.types import ResolvedModel, Role
+
+log = logging.getLogger(__name__)
 
 AUTO_COMPACT_AT = 0.8  # share of the context window that triggers compaction before a run
 
@@ -30,10 +37,13 @@ class Compactor(Protocol):
 
 
 class TurnBuilder:
-    def __init__(self, core: Core, models: Models, memory: ChatMemory) -> None:
+    def __init__(
+        self, core: Core, models: Models, memory: ChatMemory, skills: SkillPrompts | None = None
+    ) -> None:
         self.c = core
         self.models = models
         self.memory = memory
+        self.skills = skills
         self.compactor: Compactor | None = None
 
     # -- models --------------------------------------------------------------
@@ -57,7 +67,19 @@ class TurnBuilder:
             directives_service=self.c.directives,
             resolve_research=self.resolve_research,
             extra_toolsets=await self.c.hooks.agent_toolsets(),
+            skills=await self._skills(),
         )
+
+    async def _skills(self) -> list[tuple[str, str]]:
+        """The skills for the prompt, read from their folders off the event loop
+        (a file read per skill); a failure leaves them out, never stops a chat."""
+        if self.skills is None:
+            return []
+        try:
+            return await asyncio.to_thread(self.skills.catalog)
+        except Exception:
+            log.exception("listing the skills failed; the prompt goes without them")
+            return []
 
     async def prepared(
         self,

@@ -1,5 +1,7 @@
-"""Agent tools behind the builtin skills: install a skill, add a custom model,
-list skills and run a skill's script (the methods of ``SkillTools``).
+"""Agent tools behind the skills: install a skill, add a custom model, list
+skills, load a skill's instructions and run a skill's script (the methods of
+``SkillTools``). The system prompt lists every skill by name and description
+(``agent/prompt.py``); ``load_skill`` is how the agent reads the one it picks.
 
 Every tool that changes something asks first (``requires_approval``); an
 automation that is not writable has those requests denied. A refusal from the
@@ -40,6 +42,8 @@ SCRIPT_TIMEOUT_S = 60.0
 OUTPUT_LIMIT = 16 * 1024
 MAX_ARGS = 50
 MAX_ARG_CHARS = 4096
+# An unknown name in load_skill is answered with the names there are, this many at most.
+NAMES_IN_REFUSAL = 50
 # Interpreters for scripts that are not executable by themselves.
 _INTERPRETERS: dict[str, Sequence[str]] = {
     ".py": (python_interpreter(),),
@@ -179,6 +183,20 @@ class SkillTools:
         skills = self.c.registry.all()
         return "\n".join(_describe(s) for s in skills) if skills else "No skills are installed."
 
+    def load_skill(self, name: str) -> str:
+        """Read the instructions of an installed skill, by the name the system prompt
+        lists it under (without the slash). Do this when the person's request
+        matches the skill's description, then follow the instructions."""
+        wanted = name.strip().removeprefix("/")
+        text = self.c.registry.loaded(wanted)
+        if text is not None:
+            return text
+        names = sorted(s.name for s in self.c.registry.all())
+        listed = ", ".join(names[:NAMES_IN_REFUSAL]) or "none"
+        if len(names) > NAMES_IN_REFUSAL:
+            listed += f" and {len(names) - NAMES_IN_REFUSAL} more (list_skills shows all)"
+        return failure(f"Not loaded: no skill '{wanted}'; available: {listed}.")
+
     async def install_skill(self, source: str) -> str:
         """Install a skill from the code host into the global skills folder.
 
@@ -315,11 +333,12 @@ def _report(rel: str, code: int | None, raw: bytes, total: int, timeout: float) 
 
 
 def skill_toolset(tools: SkillTools) -> FunctionToolset[AgentDeps]:
-    """The four tools as one toolset; every one that changes something asks first.
+    """The five tools as one toolset; every one that changes something asks first.
     Built once (``wiring.py``): generating the tools' schemas on every run costs
     CPU (see agent/toolcache.py), and the tools keep no per-run state."""
     toolset: FunctionToolset[AgentDeps] = FunctionToolset()
-    toolset.add_function(tools.list_skills, takes_ctx=False)
+    for read in (tools.list_skills, tools.load_skill):  # read-only: never ask
+        toolset.add_function(read, takes_ctx=False)
     for write in (tools.install_skill, tools.add_custom_model, tools.run_skill_script):
         toolset.add_function(write, takes_ctx=False, requires_approval=True)
     return toolset
