@@ -172,6 +172,9 @@ async def test_chat_refuses_approvals_unless_skipped(
     assert (await http.get("/directives")).json()["content"] == before
     told = openai_server.requests[1]["messages"][-1]
     assert told["role"] == "tool" and "cannot be given over MCP" in told["content"]
+    assert "person declined" not in told["content"]  # a rule refused, not the person
+    learned = await http.get("/memory/learning/events", params={"kind": "approval_denied"})
+    assert learned.json()["events"] == []
 
     openai_server.push(
         Turn(tool_calls=[("update_directives", {"mode": "append", "text": rule})]),

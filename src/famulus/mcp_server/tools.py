@@ -242,7 +242,7 @@ class FamulusTools:
         inp = ChatInput(message, session.session_id, skip_approvals=skip_approvals)
 
         async def refuse(run_id: str, event: Event) -> None:
-            await self.chat_runs.answer(run_id, event.data["tool_id"], False, NO_APPROVALS)
+            await self.chat_runs.refuse(run_id, event.data["tool_id"], NO_APPROVALS)
 
         run_id, answer = await _famulus(
             ask(self.events, self.chat_runs, inp, self.wait_s, on_approval=refuse)
