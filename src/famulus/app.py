@@ -15,7 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from famulus import __version__
-from famulus.api import routes
+from famulus.api import mcp, routes
 from famulus.api.deps import require_key
 from famulus.api.depth import JsonDepthMiddleware
 from famulus.api.errors import install_error_handlers
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         },
     )
     app.include_router(routes.table())
+    mcp.mount(app, container)
     _add_openapi_route(app)
     return app
 

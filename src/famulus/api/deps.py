@@ -33,12 +33,25 @@ async def require_key(
     nothing, and counting it would lock out a client that merely forgot the
     header. A valid key clears the address's count.
     """
+    await check_credentials(request, credentials)
+    await refuse_unexpected_body(request)
+
+
+async def check_key(request: Request) -> None:
+    """``require_key``'s key check for an ASGI app mounted beside the routes
+    (``/mcp``), where FastAPI's dependencies do not run: same verifier, same
+    throttle, same errors."""
+    await check_credentials(request, await _bearer(request))
+
+
+async def check_credentials(
+    request: Request, credentials: HTTPAuthorizationCredentials | None
+) -> None:
     scheme, token = (credentials.scheme, credentials.credentials) if credentials else ("", "")
     # scrypt may run: off the event loop.
     await run_in_threadpool(
         authenticate, container(request), client_address(request), scheme, token
     )
-    await refuse_unexpected_body(request)
 
 
 def authenticate(c: Container, client: str, scheme: str, token: str) -> None:

@@ -156,6 +156,17 @@ class AutomationService:
             raise Conflict(f"Automation {automation_id} is already running.")
         return await self._launch(row)
 
+    async def wait_run(
+        self, automation_id: int, run_row: int, timeout_s: float
+    ) -> AutomationRunRow | None:
+        """Wait up to ``timeout_s`` for a run started by ``run_now`` to end; its row
+        once ended, else None (it goes on). Waiting never cancels the run."""
+        task = self.running.get(automation_id)
+        if task is not None:
+            await asyncio.wait({task}, timeout=timeout_s)
+        run = await self.store.run(run_row)
+        return run if run is not None and run.status != "running" else None
+
     async def fire(self, row: AutomationRow, task: str) -> int | None:
         """Start a run with ``task`` instead of the bare description (event
         triggers add the event); None when the automation is already running."""

@@ -257,13 +257,22 @@ class RunManager:
         await asyncio.wait({run.task}, timeout=CANCEL_WAIT_S)
 
     async def answer(self, run_id: str, tool_id: str, approved: bool, result: str | None) -> None:
+        await self._decide(run_id, tool_id, Decision(approved, result))
+
+    async def refuse(self, run_id: str, tool_id: str, refusal: str) -> None:
+        """Answer an approval request by a rule, not the person (a client that
+        cannot ask them, such as MCP): the model is told exactly ``refusal``,
+        and no ``approval_denied`` learning event is recorded."""
+        await self._decide(run_id, tool_id, Decision(False, refusal=refusal))
+
+    async def _decide(self, run_id: str, tool_id: str, decision: Decision) -> None:
         run = await self._live_or_error(run_id)
         future = run.approvals.get(tool_id)
         if future is None or future.done():
             raise NotFound(
                 f"Run '{run_id}' is not waiting for an approval of tool call '{tool_id}'."
             )
-        future.set_result(Decision(approved, result))
+        future.set_result(decision)
 
     # -- lifecycle -----------------------------------------------------------
 

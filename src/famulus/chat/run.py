@@ -167,7 +167,7 @@ class Run:
             decision = await future
         finally:
             self.approvals.pop(tool_id, None)
-        if not decision.approved:
+        if not decision.approved and decision.refusal is None:  # the person declined
             await self.recorder.learning_event(
                 self.spec,
                 "approval_denied",

@@ -43,7 +43,7 @@ from famulus.store.memory.vectors import VectorStore
 log = logging.getLogger(__name__)
 
 FACT_KINDS = ("fact", "preference", "event", "relationship", "instruction", "person", "place")
-SOURCE_TYPES = ("chat", "manual", "automation", "init", "mail", "calendar")
+SOURCE_TYPES = ("chat", "manual", "automation", "init", "mail", "calendar", "mcp")
 DUPLICATE_COSINE = 0.93
 
 
