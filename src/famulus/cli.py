@@ -1,8 +1,10 @@
-"""The ``famulus`` command: serve, key reset, version."""
+"""The ``famulus`` command: serve, key reset, version, and the operating commands
+(backup, restore, doctor, service) whose logic lives in ``famulus.ops``."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from urllib.parse import quote
 
 import typer
@@ -104,6 +106,49 @@ def key_reset() -> None:
     typer.echo(f"New API key (shown only once):\n\n    {key}\n")
     if settings.api_key is not None:
         typer.echo("Note: FAMULUS_API_KEY is set in this environment and takes precedence.")
+
+
+# -- install and operate (issue 11): thin commands over famulus.ops ------------------
+
+
+@app.command()
+def backup(
+    path: Path = typer.Argument(
+        ..., help="The archive to write (.tar.gz), or a directory to write it into."
+    ),
+) -> None:
+    """Copy the database (consistently, even while a server runs), secrets and skills
+    into one owner-only archive."""
+    from famulus.ops.backup import BackupError
+    from famulus.ops.backup import backup as run_backup
+
+    try:
+        target, manifest = run_backup(load_settings(), path)
+    except BackupError as exc:
+        typer.echo(f"famulus: backup failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"famulus: backed up to {target} (schema {manifest.schema})")
+
+
+@app.command()
+def restore(
+    path: Path = typer.Argument(..., help="An archive written by 'famulus backup'."),
+    force: bool = typer.Option(False, "--force", help="Replace the data of a non-empty home."),
+) -> None:
+    """Restore a backup into FAMULUS_HOME (the server there must be stopped)."""
+    from famulus.ops.backup import BackupError
+    from famulus.ops.backup import restore as run_restore
+
+    settings = load_settings()
+    try:
+        manifest = run_restore(settings, path, force=force)
+    except BackupError as exc:
+        typer.echo(f"famulus: restore failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(
+        f"famulus: restored the backup of {manifest.created_at} "
+        f"(famulus {manifest.famulus_version}) into {settings.home}"
+    )
 
 
 if __name__ == "__main__":
