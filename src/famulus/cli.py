@@ -151,5 +151,21 @@ def restore(
     )
 
 
+@app.command()
+def doctor() -> None:
+    """Check the home, its files, the database, the key, each connected provider and
+    service, the embedding model, the skill sandbox and the disk; one line each.
+    Starts no server; exit status 1 when any check fails."""
+    import asyncio
+
+    from famulus.ops.doctor import render, run_checks
+
+    checks = asyncio.run(run_checks(load_settings()))
+    for check in checks:
+        typer.echo(render(check, lambda text, colour: typer.style(text, fg=colour, bold=True)))
+    if any(c.status == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
 if __name__ == "__main__":
     app()
