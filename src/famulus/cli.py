@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -24,6 +25,8 @@ app = typer.Typer(
 BAD_SETTING = 2
 key_app = typer.Typer(help="Manage the API key.", no_args_is_help=True)
 app.add_typer(key_app, name="key")
+service_app = typer.Typer(help="Run famulus as a systemd user service.", no_args_is_help=True)
+app.add_typer(service_app, name="service")
 
 
 def _version(value: bool) -> None:
@@ -165,6 +168,34 @@ def doctor() -> None:
         typer.echo(render(check, lambda text, colour: typer.style(text, fg=colour, bold=True)))
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(1)
+
+
+@service_app.command("install")
+def service_install(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the unit; write nothing."),
+    force: bool = typer.Option(False, "--force", help="Replace a different existing unit."),
+) -> None:
+    """Write ~/.config/systemd/user/famulus.service for this famulus and FAMULUS_HOME;
+    prints the systemctl command to enable it (it does not run systemctl)."""
+    from famulus.ops.service_unit import ENABLE_COMMAND, ServiceError, env_file, install
+
+    settings = load_settings()
+    try:
+        done = install(settings.home, dry_run=dry_run, force=force)
+    except ServiceError as exc:
+        typer.echo(f"famulus: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if dry_run:
+        typer.echo(f"# {done.path} (not written: --dry-run)\n{done.text}", nl=False)
+        return
+    state = "wrote" if done.written else "already up to date:"
+    typer.echo(
+        f"famulus: {state} {done.path}\n"
+        f"Settings and provider keys for the service go in {env_file(os.environ)} "
+        "(KEY=value lines; chmod 600).\n"
+        f"Start it now and at every login with:\n\n    {ENABLE_COMMAND}\n\n"
+        "To keep it running while you are logged out: loginctl enable-linger $USER"
+    )
 
 
 if __name__ == "__main__":

@@ -145,6 +145,14 @@ def test_the_wheel_installs_and_serves(tmp_path: Path) -> None:
         [bin_dir / "famulus", "--version"], env=env, capture_output=True, text=True, check=True
     )
     assert version.stdout.strip() == f"famulus {wheel.name.split('-')[1]}"
+    unit = subprocess.run(
+        [bin_dir / "famulus", "service", "install", "--dry-run"],
+        env=_clean_env(HOME=str(tmp_path / "user")),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"ExecStart={(bin_dir / 'famulus').resolve()} serve\n" in unit  # this install's own
 
     log = tmp_path / "serve.log"
     serve_env = _clean_env(FAMULUS_HOME=str(tmp_path / "home"), FAMULUS_API_KEY=KEY)
