@@ -83,3 +83,23 @@ def test_a_corrupt_database_is_not_backed_up(tmp_path: Path) -> None:
         backup(settings, tmp_path / "a.tar.gz")
     assert not (tmp_path / "a.tar.gz").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".famulus-backup")] == []
+
+
+def test_an_archive_from_a_newer_famulus_is_refused(tmp_path: Path) -> None:
+    import hashlib
+    import sqlite3
+
+    archive, _ = backup(_home(tmp_path / "a"), tmp_path / "a.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    db = tmp_path / "x" / "famulus.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO _migrations VALUES ('9999_from_the_future', 'now')")
+    conn.close()
+    manifest = json.loads((tmp_path / "x" / "manifest.json").read_text())
+    manifest["sha256"]["famulus.db"] = hashlib.sha256(db.read_bytes()).hexdigest()
+    newer = tmp_path / "newer.tar.gz"
+    change = {"famulus.db": db.read_bytes(), "manifest.json": json.dumps(manifest).encode()}
+    _rewrite(archive, newer, change)
+    with pytest.raises(BackupError, match="newer famulus.*9999_from_the_future.*upgrade"):
+        restore(Settings(home=tmp_path / "new"), newer)  # type: ignore[call-arg]
