@@ -4,6 +4,7 @@ with the fix; a running server's home is checked without disturbing it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,11 +14,12 @@ from typing import Any
 
 import httpx
 from tests.support.fake_http import Recorder, recording_server
-from tests.support.live import ServerProcess
+from tests.support.live import ServerProcess, free_port
 from tests.support.sandbox import require_bwrap
 
 from famulus.auth import write_key_file
 from famulus.store.db import Database
+from famulus.store.llm import CustomModelStore
 
 OPENAI_KEY = "sk-doctor-good-0123456789abcdef"
 BOT_TOKEN = "123456:doctor-telegram-token-AbCd"
@@ -27,18 +29,22 @@ _CREDENTIAL_VARS = ("API_KEY", "BOT_TOKEN", "FAMULUS_")
 
 def _route(method: str, path: str, body: Any) -> tuple[int, Any]:
     """An OpenAI model list and a Telegram getMe, each for one good key."""
-    if path == "/v1/models":
-        return 200, {"data": [{"id": "gpt-4.1"}, {"id": "gpt-4.1-mini"}]}
+    if path == "/v1/models":  # OpenAI's, and a custom endpoint's serving llama3
+        return 200, {"data": [{"id": "gpt-4.1"}, {"id": "gpt-4.1-mini"}, {"id": "llama3"}]}
     if path == f"/bot{BOT_TOKEN}/getMe":
         return 200, {"ok": True, "result": {"id": 1, "is_bot": True}}
     return 401, {"ok": False, "description": "Unauthorized"}
 
 
-def _home(root: Path, secrets: dict[str, str]) -> Path:
+def _home(root: Path, secrets: dict[str, str], custom: dict[str, str] | None = None) -> Path:
+    """A home as a server leaves it; ``custom`` maps custom model ids to base URLs."""
     home = root / "home"
     home.mkdir(mode=0o700)
     db = Database(home / "famulus.db")
     db.open()
+    for model_id, base_url in (custom or {}).items():
+        add = CustomModelStore(db).add(model_id, base_url, 8192, 1024, False)
+        assert asyncio.run(add)
     db.close()
     write_key_file(home / "api_key.json", KEY)
     (home / "secrets.json").write_text(json.dumps(secrets))
@@ -69,25 +75,28 @@ def _doctor(home: Path, fake: Recorder) -> tuple[int, dict[str, str]]:
 
 def test_a_healthy_home_is_all_ok(tmp_path: Path) -> None:
     require_bwrap()
-    home = _home(tmp_path, {"provider:openai": OPENAI_KEY, "service:telegram": BOT_TOKEN})
+    secrets = {"provider:openai": OPENAI_KEY, "service:telegram": BOT_TOKEN}
     with recording_server(_route) as fake:
+        home = _home(tmp_path, secrets, {"llama3": f"{fake.url}/v1"})
         code, lines = _doctor(home, fake)
         asked = [path for _, path, _ in fake.requests]
     assert code == 0, lines
     expected = {"home", "permissions", "database", "migrations", "api key", "server"}
     expected |= {"provider openai", "service telegram", "embedding checksum", "embedding model"}
-    expected |= {"sandbox", "disk"}
+    expected |= {"sandbox", "disk", "custom llama3"}
     assert set(lines) == expected, lines
     assert all(line.startswith("ok   ") for line in lines.values()), lines
-    assert "(2 models listed)" in lines["provider openai"]
-    assert sorted(asked) == sorted(["/v1/models", f"/bot{BOT_TOKEN}/getMe"])  # real calls
+    assert "(3 models listed)" in lines["provider openai"]
+    assert sorted(asked) == sorted(["/v1/models", "/v1/models", f"/bot{BOT_TOKEN}/getMe"])
 
 
 def test_loose_permissions_and_a_refused_key_fail_with_the_fix(tmp_path: Path) -> None:
-    home = _home(tmp_path, {"service:telegram": "123456:revoked-token-XyZw"})
-    home.chmod(0o755)
-    (home / "secrets.json").chmod(0o644)
+    gone = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with recording_server(_route) as fake:
+        custom = {"llama3": gone, "mistral": f"{fake.url}/v1"}
+        home = _home(tmp_path, {"service:telegram": "123456:revoked-token-XyZw"}, custom)
+        home.chmod(0o755)
+        (home / "secrets.json").chmod(0o644)
         code, lines = _doctor(home, fake)
     assert code == 1
     assert lines["home"].startswith("fail") and f"fix: chmod 700 {home}" in lines["home"]
@@ -95,7 +104,8 @@ def test_loose_permissions_and_a_refused_key_fail_with_the_fix(tmp_path: Path) -
     telegram = lines["service telegram"]
     assert telegram.startswith("fail") and "Unauthorized" in telegram and "fix: connect" in telegram
     assert "revoked" not in telegram  # the key itself is never printed
-    assert lines["providers"].startswith("warn")
+    assert lines["custom llama3"].startswith("fail") and "does not answer" in lines["custom llama3"]
+    assert lines["custom mistral"].startswith("warn") and "does not list" in lines["custom mistral"]
     assert lines["database"].startswith("ok")
 
 

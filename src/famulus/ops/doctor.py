@@ -3,7 +3,8 @@
 Everything here is read-only and starts no server: the database is opened
 read-only (so the checks also work while a server holds the home), provider
 and service keys are checked with the same cheapest authenticated call used
-when they were connected, the embedding model is loaded and run once, and the
+when they were connected (a custom OpenAI-compatible model: its endpoint's
+``GET /models`` must list it), the embedding model is loaded and run once, and the
 skill sandbox is started once with ``true``. The OpenAI Codex sign-in is not
 probed: refreshing its token here would rotate the refresh token under a
 running server's feet.
@@ -22,7 +23,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import httpx
 
 from famulus.errors import UpstreamError
 from famulus.home_lock import HomeInUse, HomeLock
@@ -33,7 +36,13 @@ from famulus.llm.oauth import CodexOAuth
 from famulus.secrets import SecretsStore
 from famulus.settings import Settings
 from famulus.skills.sandbox import Sandbox
-from famulus.store.maintenance import NotADatabase, integrity_problems, migration_state
+from famulus.store.llm import CustomModelRow, custom_models
+from famulus.store.maintenance import (
+    NotADatabase,
+    integrity_problems,
+    migration_state,
+    read_only,
+)
 
 Status = Literal["ok", "warn", "fail"]
 MIN_FREE_BYTES = 200 * 1024 * 1024  # below this SQLite writes start failing soon
@@ -180,6 +189,47 @@ async def _service(services: ExternalServices, service_id: str, label: str) -> C
     return _ok(name, f"{label} accepts the key")
 
 
+async def _custom(row: CustomModelRow, key: str | None) -> Check:
+    """An OpenAI-compatible endpoint answers ``GET /models`` and lists the model."""
+    name = f"custom {row.model_id}"
+    url = f"{row.base_url.rstrip('/')}/models"
+    fix = f"start the server at {row.base_url}, or remove the model (DELETE /models/custom/{row.model_id}) and add it again"
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=probe.TIMEOUT_S) as http:
+            response = await http.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        return Check(name, "fail", f"{row.base_url} does not answer ({type(exc).__name__})", fix)
+    if response.status_code >= 400:
+        return Check(name, "fail", f"GET {url} answered HTTP {response.status_code}", fix)
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    items = body.get("data") if isinstance(body, dict) else None
+    listed = (
+        {i.get("id") for i in items if isinstance(i, dict)} if isinstance(items, list) else set()
+    )
+    if row.model_id not in listed:
+        return Check(
+            name,
+            "warn",
+            f"{row.base_url} answers but does not list {row.model_id}",
+            "load or pull that model on the endpoint (e.g. ollama pull)",
+        )
+    return _ok(name, f"{row.base_url} serves it")
+
+
+def _custom_checks(settings: Settings, credentials: Credentials) -> list[Awaitable[Check]]:
+    if not settings.db_path.is_file():
+        return []
+    try:
+        rows = read_only(settings.db_path, custom_models)
+    except NotADatabase:
+        return []  # the database check says so
+    return [_custom(row, credentials.stored("custom", row.model_id)) for row in rows]
+
+
 def _codex(settings: Settings, secrets: SecretsStore) -> Check | None:
     oauth = CodexOAuth(settings, secrets)
     if oauth.tokens() is None:
@@ -206,12 +256,13 @@ async def check_connections(settings: Settings, environ: Mapping[str, str]) -> l
         if key is not None:
             calls.append(_provider(info, key, settings))
     services = ExternalServices(settings, credentials)
+    calls += _custom_checks(settings, credentials)
     calls += [_service(services, s.id, s.name) for s in SERVICES if services.connected(s.id)]
     checks = list(await asyncio.gather(*calls))
     codex = _codex(settings, secrets)
     if codex is not None:
         checks.append(codex)
-    if not any(c.name.startswith("provider ") for c in checks):
+    if not any(c.name.startswith(("provider ", "custom ")) for c in checks):
         checks.append(
             Check(
                 "providers",

@@ -10,11 +10,14 @@ writer commits, which a plain file copy of a WAL database does not.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from famulus.store.migrate import known_migrations
 
+T = TypeVar("T")
 _PAGES_PER_STEP = 256  # small steps let the server's writer in between them
 
 
@@ -27,6 +30,7 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
         raise NotADatabase(f"{path} does not exist")
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        conn.row_factory = sqlite3.Row  # as the server's connections, for repository functions
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -63,6 +67,18 @@ def integrity_problems(path: Path) -> list[str]:
         conn.close()
     found = [str(row[0]) for row in rows]
     return [] if found == ["ok"] else found
+
+
+def read_only(path: Path, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """``fn`` on a read-only connection to ``path`` (a repository function such
+    as ``store.llm.custom_models``), for commands that run beside a server."""
+    conn = _open_readonly(path)
+    try:
+        return fn(conn)
+    except sqlite3.DatabaseError as exc:
+        raise NotADatabase(f"{path}: {exc}") from None
+    finally:
+        conn.close()
 
 
 @dataclass(frozen=True)
