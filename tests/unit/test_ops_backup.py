@@ -73,7 +73,18 @@ def test_a_damaged_or_foreign_archive_leaves_the_home_alone(tmp_path: Path) -> N
         tar.add(tmp_path / "a" / "famulus.db", arcname="etc/passwd")
     with pytest.raises(BackupError, match="not a famulus backup"):
         restore(target, foreign)
-    assert sorted(p.name for p in target.home.iterdir()) == ["famulus.lock"]
+    assert not target.home.exists()  # a refused restore into a new home leaves none
+
+    escaping = tmp_path / "escaping.tar.gz"
+    with tarfile.open(archive) as src, tarfile.open(escaping, "w:gz") as dst:
+        for member in src.getmembers():
+            dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+        link = tarfile.TarInfo("skills/notes")
+        link.type, link.linkname = tarfile.SYMTYPE, "../../../etc"
+        dst.addfile(link)
+    with pytest.raises(BackupError, match="'skills/notes' would leave the home"):
+        restore(target, escaping)
+    assert not target.home.exists() and not (tmp_path / "etc").exists()
 
 
 def test_a_corrupt_database_is_not_backed_up(tmp_path: Path) -> None:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import shutil
 import tarfile
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from famulus import __version__
 from famulus.home_lock import HomeInUse, HomeLock
@@ -162,6 +163,7 @@ def restore(settings: Settings, source: Path, *, force: bool = False) -> Manifes
     """Put the archive's files into ``settings.home``; see the module docstring."""
     if not source.is_file():
         raise BackupError(f"{source} is not a file")
+    fresh = not settings.home.exists()
     settings.ensure_home()
     lock = HomeLock(settings.lock_file)
     try:
@@ -171,20 +173,28 @@ def restore(settings: Settings, source: Path, *, force: bool = False) -> Manifes
             f"{exc.home} is in use by a famulus server ({exc.holder.describe()}); stop it first"
         ) from None
     try:
-        occupied = _occupied(settings)
-        if occupied and not force:
-            raise BackupError(
-                f"{settings.home} is not empty (it holds {', '.join(occupied)}); "
-                "restore into an empty home, or pass --force to replace its data"
-            )
-        with tempfile.TemporaryDirectory(prefix=".restore-", dir=settings.home) as tmp:
-            unpacked = Path(tmp)
-            manifest = _unpack(source, unpacked)
-            _check(unpacked, manifest)
-            _move_in(settings, unpacked)
-        return manifest
+        return _restore_locked(settings, source, force=force)
+    except BackupError:
+        if fresh:  # a refused restore leaves no trace, not even the home it made
+            shutil.rmtree(settings.home, ignore_errors=True)
+        raise
     finally:
         lock.release()
+
+
+def _restore_locked(settings: Settings, source: Path, *, force: bool) -> Manifest:
+    occupied = _occupied(settings)
+    if occupied and not force:
+        raise BackupError(
+            f"{settings.home} is not empty (it holds {', '.join(occupied)}); "
+            "restore into an empty home, or pass --force to replace its data"
+        )
+    with tempfile.TemporaryDirectory(prefix=".restore-", dir=settings.home) as tmp:
+        unpacked = Path(tmp)
+        manifest = _unpack(source, unpacked)
+        _check(unpacked, manifest)
+        _move_in(settings, unpacked)
+    return manifest
 
 
 def _targets(settings: Settings) -> dict[str, Path]:
@@ -205,7 +215,8 @@ def _occupied(settings: Settings) -> list[str]:
 def _unpack(source: Path, into: Path) -> Manifest:
     try:
         with tarfile.open(source, mode="r:gz") as tar:
-            names = tar.getnames()
+            members = tar.getmembers()
+            names = [m.name for m in members]
             stray = sorted({n.split("/")[0] for n in names} - set(_MEMBERS))
             if stray or MANIFEST not in names or DB not in names:
                 raise BackupError(
@@ -213,10 +224,33 @@ def _unpack(source: Path, into: Path) -> Manifest:
                     + (f", or holds {', '.join(stray)}" if stray else "")
                     + ")"
                 )
-            tar.extractall(into, filter="data")
+            _refuse_unsafe(members)
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                tar.extractall(into, filter="data")
+            else:
+                tar.extractall(into)  # every member was checked above
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BackupError(f"{source} cannot be unpacked ({exc})") from None
     return Manifest.parse((into / MANIFEST).read_bytes())
+
+
+def _refuse_unsafe(members: list[tarfile.TarInfo]) -> None:
+    """Only plain files, folders and links that stay inside their own top-level
+    folder: an archive is data from elsewhere, and must not reach outside the
+    home, nor point a skill at the secrets."""
+    for member in members:
+        path = PurePosixPath(member.name)
+        escapes = path.is_absolute() or ".." in path.parts
+        if member.issym() or member.islnk():
+            target = PurePosixPath(member.linkname)
+            base = path.parent if member.issym() else PurePosixPath()
+            landing = posixpath.normpath(str(base / target))
+            inside = landing.startswith(f"{path.parts[0]}/")  # a link in skills/ stays there
+            escapes = escapes or target.is_absolute() or not inside
+        elif not (member.isfile() or member.isdir()):
+            escapes = True
+        if escapes:
+            raise BackupError(f"the archive member {member.name!r} would leave the home")
 
 
 def _check(unpacked: Path, manifest: Manifest) -> None:
