@@ -120,8 +120,9 @@ def backup(
         ..., help="The archive to write (.tar.gz), or a directory to write it into."
     ),
 ) -> None:
-    """Copy the database (consistently, even while a server runs), secrets and skills
-    into one owner-only archive."""
+    """Back up the database, secrets and skills into one owner-only archive.
+
+    The database copy is consistent even while a server runs and writes."""
     from famulus.ops.backup import BackupError
     from famulus.ops.backup import backup as run_backup
 
@@ -156,9 +157,11 @@ def restore(
 
 @app.command()
 def doctor() -> None:
-    """Check the home, its files, the database, the key, each connected provider and
-    service, the embedding model, the skill sandbox and the disk; one line each.
-    Starts no server; exit status 1 when any check fails."""
+    """Check this home and everything famulus needs; one line each, with the fix.
+
+    The home, its files, the database, the key, each connected provider and
+    service, the embedding model, the skill sandbox and the disk. Starts no
+    server; exit status 1 when any check fails."""
     import asyncio
 
     from famulus.ops.doctor import render, run_checks
@@ -175,8 +178,10 @@ def service_install(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the unit; write nothing."),
     force: bool = typer.Option(False, "--force", help="Replace a different existing unit."),
 ) -> None:
-    """Write ~/.config/systemd/user/famulus.service for this famulus and FAMULUS_HOME;
-    prints the systemctl command to enable it (it does not run systemctl)."""
+    """Write the systemd user unit for this famulus and FAMULUS_HOME.
+
+    ~/.config/systemd/user/famulus.service; prints the systemctl command to
+    enable it (it does not run systemctl)."""
     from famulus.ops.service_unit import ENABLE_COMMAND, ServiceError, env_file, install
 
     settings = load_settings()
