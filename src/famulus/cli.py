@@ -1,8 +1,11 @@
-"""The ``famulus`` command: serve, key reset, version."""
+"""The ``famulus`` command: serve, key reset, version, and the operating commands
+(backup, restore, doctor, service) whose logic lives in ``famulus.ops``."""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from urllib.parse import quote
 
 import typer
@@ -22,6 +25,8 @@ app = typer.Typer(
 BAD_SETTING = 2
 key_app = typer.Typer(help="Manage the API key.", no_args_is_help=True)
 app.add_typer(key_app, name="key")
+service_app = typer.Typer(help="Run famulus as a systemd user service.", no_args_is_help=True)
+app.add_typer(service_app, name="service")
 
 
 def _version(value: bool) -> None:
@@ -104,6 +109,98 @@ def key_reset() -> None:
     typer.echo(f"New API key (shown only once):\n\n    {key}\n")
     if settings.api_key is not None:
         typer.echo("Note: FAMULUS_API_KEY is set in this environment and takes precedence.")
+
+
+# -- install and operate (issue 11): thin commands over famulus.ops ------------------
+
+
+@app.command()
+def backup(
+    path: Path = typer.Argument(
+        ..., help="The archive to write (.tar.gz), or a directory to write it into."
+    ),
+) -> None:
+    """Back up the database, secrets and skills into one owner-only archive.
+
+    The database copy is consistent even while a server runs and writes."""
+    from famulus.ops.backup import BackupError
+    from famulus.ops.backup import backup as run_backup
+
+    try:
+        target, manifest = run_backup(load_settings(), path)
+    except BackupError as exc:
+        typer.echo(f"famulus: backup failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"famulus: backed up to {target} (schema {manifest.schema})")
+
+
+@app.command()
+def restore(
+    path: Path = typer.Argument(..., help="An archive written by 'famulus backup'."),
+    force: bool = typer.Option(False, "--force", help="Replace the data of a non-empty home."),
+) -> None:
+    """Restore a backup into FAMULUS_HOME (the server there must be stopped)."""
+    from famulus.ops.backup import BackupError
+    from famulus.ops.backup import restore as run_restore
+
+    settings = load_settings()
+    try:
+        manifest = run_restore(settings, path, force=force)
+    except BackupError as exc:
+        typer.echo(f"famulus: restore failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(
+        f"famulus: restored the backup of {manifest.created_at} "
+        f"(famulus {manifest.famulus_version}) into {settings.home}"
+    )
+
+
+@app.command()
+def doctor() -> None:
+    """Check this home and everything famulus needs; one line each, with the fix.
+
+    The home, its files, the database, the key, each connected provider and
+    service, the embedding model, the skill sandbox and the disk. Starts no
+    server; exit status 1 when any check fails."""
+    import asyncio
+
+    from famulus.ops.doctor import render, run_checks
+
+    checks = asyncio.run(run_checks(load_settings()))
+    for check in checks:
+        typer.echo(render(check, lambda text, colour: typer.style(text, fg=colour, bold=True)))
+    if any(c.status == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
+@service_app.command("install")
+def service_install(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the unit; write nothing."),
+    force: bool = typer.Option(False, "--force", help="Replace a different existing unit."),
+) -> None:
+    """Write the systemd user unit for this famulus and FAMULUS_HOME.
+
+    ~/.config/systemd/user/famulus.service; prints the systemctl command to
+    enable it (it does not run systemctl)."""
+    from famulus.ops.service_unit import ENABLE_COMMAND, ServiceError, env_file, install
+
+    settings = load_settings()
+    try:
+        done = install(settings.home, dry_run=dry_run, force=force)
+    except ServiceError as exc:
+        typer.echo(f"famulus: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if dry_run:
+        typer.echo(f"# {done.path} (not written: --dry-run)\n{done.text}", nl=False)
+        return
+    state = "wrote" if done.written else "already up to date:"
+    typer.echo(
+        f"famulus: {state} {done.path}\n"
+        f"Settings and provider keys for the service go in {env_file(os.environ)} "
+        "(KEY=value lines; chmod 600).\n"
+        f"Start it now and at every login with:\n\n    {ENABLE_COMMAND}\n\n"
+        "To keep it running while you are logged out: loginctl enable-linger $USER"
+    )
 
 
 if __name__ == "__main__":

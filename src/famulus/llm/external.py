@@ -81,6 +81,16 @@ class ExternalServices:
         self._info(service)
         self.credentials.forget("service", service)
 
+    async def verify(self, service: str) -> bool:
+        """Check the key in use (stored or from the environment) with the service now;
+        False when there is none, UpstreamError when the service refuses it
+        (``famulus doctor``)."""
+        key = self.credential(service)
+        if key is None:
+            return False
+        await self._check(self._info(service), key)
+        return True
+
     async def _check(self, info: ServiceInfo, key: str) -> None:
         payload: dict[str, Any] | None = None
         headers: dict[str, str] = {}

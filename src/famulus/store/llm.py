@@ -30,16 +30,18 @@ def _row(r: sqlite3.Row) -> CustomModelRow:
     )
 
 
+def custom_models(conn: sqlite3.Connection) -> list[CustomModelRow]:
+    """Every custom model, oldest first (also read by ``famulus doctor``)."""
+    rows = conn.execute("SELECT * FROM llm_custom_models ORDER BY created_at, model_id")
+    return [_row(r) for r in rows]
+
+
 class CustomModelStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     async def list(self) -> list[CustomModelRow]:
-        def op(conn: sqlite3.Connection) -> list[CustomModelRow]:
-            rows = conn.execute("SELECT * FROM llm_custom_models ORDER BY created_at, model_id")
-            return [_row(r) for r in rows]
-
-        return await self.db.read(op)
+        return await self.db.read(custom_models)
 
     async def get(self, model_id: str) -> CustomModelRow | None:
         def op(conn: sqlite3.Connection) -> CustomModelRow | None:

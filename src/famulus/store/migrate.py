@@ -24,6 +24,11 @@ def _migration_files() -> list[tuple[str, str]]:
     return [(name.removesuffix(".sql"), sql) for name, sql in files]
 
 
+def known_migrations() -> list[str]:
+    """The names of every migration this version ships, in order."""
+    return [name for name, _ in _migration_files()]
+
+
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied."""
     conn.execute(
