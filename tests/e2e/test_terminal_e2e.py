@@ -193,6 +193,24 @@ def test_an_approval_is_asked_inline_and_answered(
     assert rule in http.get("/directives").json()["content"]
 
 
+def test_ctrl_c_at_an_approval_question_cancels_the_run(
+    term: Term, http: httpx.Client, openai_server: ScriptedOpenAI
+) -> None:
+    rule = "Never say never."
+    openai_server.push(
+        Turn(tool_calls=[("update_directives", {"mode": "append", "text": rule})]),
+        Turn(text="Should not come."),
+    )
+    term.prompt()
+    term.say("add another rule")
+    term.wait("[y/N]")
+    term.child.sendintr()
+    term.wait("Cancelled.")
+    term.prompt()
+    assert rule not in http.get("/directives").json()["content"]
+    assert "Should not come." not in term.text
+
+
 def test_ctrl_c_cancels_a_run_and_twice_at_the_prompt_quits(
     term: Term, http: httpx.Client, famulus: ServerProcess, openai_server: ScriptedOpenAI
 ) -> None:
@@ -272,6 +290,7 @@ def test_session_resumes_with_its_last_messages(
         ("bad-key", "refused the API key"),
         ("no-server", "cannot reach famulus at"),
         ("no-session", "no session 's_missing'"),
+        ("no-key", "no API key: pass --key or set FAMULUS_API_KEY"),
     ],
 )
 def test_start_failures_are_one_line_and_exit_2(
@@ -280,8 +299,9 @@ def test_start_failures_are_one_line_and_exit_2(
     url = famulus.base_url if target != "no-server" else f"http://127.0.0.1:{free_port()}"
     key = "wrong-key-0123456789" if target == "bad-key" else KEY
     extra = ["--session", "s_missing"] if target == "no-session" else []
+    extra += [] if target == "no-key" else ["--key", key]
     done = subprocess.run(
-        [sys.executable, "-m", "famulus.cli", "chat", "--url", url, "--key", key, *extra],
+        [sys.executable, "-m", "famulus.cli", "chat", "--url", url, *extra],
         env=_env(),
         capture_output=True,
         text=True,

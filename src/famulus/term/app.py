@@ -73,6 +73,7 @@ class ChatApp:
         self._busy: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_note = "Stopped."
+        self._early_interrupt = False  # Ctrl-C came while no prompt was shown
 
     # -- start ---------------------------------------------------------------
     async def open(self, session_id: str | None) -> None:
@@ -135,6 +136,9 @@ class ChatApp:
         armed = False  # Ctrl-C pressed once at the prompt
         while True:
             try:
+                if self._early_interrupt:  # Ctrl-C between two prompts
+                    self._early_interrupt = False
+                    raise KeyboardInterrupt
                 line = await self.reader.line()
             except KeyboardInterrupt:
                 if armed:
@@ -192,6 +196,8 @@ class ChatApp:
                 else "Stopped."
             )
             busy.cancel()
+        else:
+            self._early_interrupt = True
 
     async def _cancel_quietly(self, run_id: str) -> None:
         try:
