@@ -107,6 +107,10 @@ class Renderer:
         self._stop_live()
         self._tail.text, self._tail.status, self._shown = "", "", ""
         if not self.redraws and streamed:
+            # Deltas can be missing (a reconnect): write what they left out.
+            missing = content[len(streamed) :] if content.startswith(streamed) else "\n" + content
+            self.console.file.write(missing)
+            self._raw_open = True
             self._end_raw_line()
             return
         rest = content[len(shown) :] if shown and content.startswith(shown) else content
