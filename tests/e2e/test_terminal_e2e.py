@@ -89,7 +89,7 @@ class Term:
     def __init__(self, *args: str) -> None:
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "famulus.cli", "chat", *args],
+            ["-m", "famulus", "chat", *args],
             env=_env(),
             dimensions=(40, 100),
             encoding="utf-8",
@@ -249,6 +249,8 @@ def test_tab_completes_a_skill_name(
     term.child.send(" quarterly\r")
     term.wait("Zeta report done.")
     term.prompt()
+    term.child.sendeof()  # Ctrl-D at the prompt quits
+    assert term.exit_status() == 0
     assert _history(http, sid)[0] == ("user", f"/{SKILL} quarterly")
     prompt = str(openai_server.requests[-1]["messages"])
     assert SKILL_MARK in prompt and "quarterly" in prompt
@@ -271,8 +273,15 @@ def test_session_resumes_with_its_last_messages(
         shell.say("and the second city?")
         shell.wait("Lyon is second.")
         shell.prompt("Earlier talk")
+        shell.say("/new Side talk")
+        shell.wait("New session 'Side talk'")
+        shell.prompt("Side talk")
         shell.say("/sessions")
         shell.wait(sid)
+        shell.prompt("Side talk")
+        shell.say(f"/switch {sid}")
+        shell.wait(f"Switched to session 'Earlier talk' ({sid}), 4 messages")
+        shell.wait("Lyon is second.")
         shell.prompt("Earlier talk")
         shell.say("/quit")
         assert shell.exit_status() == 0

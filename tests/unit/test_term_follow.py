@@ -8,6 +8,7 @@ import io
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import httpx
@@ -50,6 +51,12 @@ class FakeReader:
         raise EOFError
 
     async def confirm(self, question: str) -> bool:
+        return False
+
+    def hold(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def interrupt(self) -> bool:
         return False
 
 

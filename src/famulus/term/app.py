@@ -162,7 +162,8 @@ class ChatApp:
         one line and go back to the prompt."""
         self._busy = asyncio.ensure_future(work)
         try:
-            await asyncio.wait([self._busy])
+            with self.reader.hold():
+                await asyncio.wait([self._busy])
             if self._busy.cancelled():
                 self.show.note(self._stop_note, "yellow")
             elif (exc := self._busy.exception()) is not None:
@@ -196,7 +197,7 @@ class ChatApp:
                 else "Stopped."
             )
             busy.cancel()
-        else:
+        elif not self.reader.interrupt():
             self._early_interrupt = True
 
     async def _cancel_quietly(self, run_id: str) -> None:
@@ -377,7 +378,7 @@ async def _wait_open(stream: AsyncIterator[Event]) -> None:
 
 async def _main(url: str, key: str, session_id: str | None, console: Console) -> int:
     client = FamulusClient(url, key)
-    reader = make_input(list(COMMANDS))
+    reader = make_input(COMMANDS)
     app = ChatApp(client, console, reader)
     try:
         try:

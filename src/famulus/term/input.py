@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable
+import termios
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from prompt_toolkit import PromptSession
@@ -31,13 +33,17 @@ class LineInput(Protocol):
 
     async def confirm(self, question: str) -> bool: ...
 
+    def hold(self) -> AbstractContextManager[None]: ...
+
+    def interrupt(self) -> bool: ...
+
 
 class SlashCompleter(Completer):
     """Completes ``/`` plus the start of a built-in command or a skill name,
     while the first word is typed; the skill's description is shown beside it."""
 
-    def __init__(self, commands: Iterable[str]) -> None:
-        self.commands = {name: "command" for name in commands}
+    def __init__(self, commands: dict[str, str]) -> None:
+        self.commands = dict(commands)
         self.skills: dict[str, str] = {}
 
     def get_completions(
@@ -66,7 +72,7 @@ def _is_yes(answer: str) -> bool:
 class TerminalInput:
     """A line editor on the terminal."""
 
-    def __init__(self, commands: Iterable[str]) -> None:
+    def __init__(self, commands: dict[str, str]) -> None:
         self.completer = SlashCompleter(commands)
         self._prompt = "› "
         self._session: PromptSession[str] = PromptSession(
@@ -86,8 +92,46 @@ class TerminalInput:
         return await self._session.prompt_async(self._prompt)
 
     async def confirm(self, question: str) -> bool:
+        _discard_typeahead()  # keys pressed before the question are no answer
         answer: str = await PromptSession[str]().prompt_async(question)
         return _is_yes(answer)
+
+    def interrupt(self) -> bool:
+        """Ctrl-C that arrived as a signal just as the prompt was opening (the
+        terminal not yet in raw mode): end the prompt as its own Ctrl-C would.
+        False when no prompt is open."""
+        app = self._session.app
+        if app.future is None or app.future.done():
+            return False
+        app.exit(exception=KeyboardInterrupt, style="class:aborting")
+        return True
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """While a run is drawn: keys are not echoed into the output (Ctrl-C
+        still works), and what was typed meanwhile is dropped at the end, so
+        nothing is sent that the person did not see."""
+        fd = sys.stdin.fileno()
+        try:
+            saved = termios.tcgetattr(fd)
+        except termios.error:
+            yield
+            return
+        quiet = list(saved)
+        quiet[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        try:
+            yield
+        finally:
+            _discard_typeahead()
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _discard_typeahead() -> None:
+    try:
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (termios.error, ValueError, OSError):
+        pass
 
 
 class PipedInput:
@@ -121,9 +165,17 @@ class PipedInput:
         print(answer)
         return _is_yes(answer)
 
+    def hold(self) -> AbstractContextManager[None]:
+        """Lines piped in while a run goes on wait for their turn."""
+        return nullcontext()
 
-def make_input(commands: Iterable[str]) -> LineInput:
-    """The line editor when both ends are a terminal, else plain lines."""
+    def interrupt(self) -> bool:
+        return False
+
+
+def make_input(commands: dict[str, str]) -> LineInput:
+    """The line editor when both ends are a terminal, else plain lines.
+    ``commands`` maps the built-in commands to what they do."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         return TerminalInput(commands)
     return PipedInput()
