@@ -159,14 +159,14 @@ def _history(http: httpx.Client, sid: str) -> list[tuple[str, str]]:
 def test_a_streamed_answer_is_drawn_as_it_comes_then_as_markdown(
     term: Term, http: httpx.Client, openai_server: ScriptedOpenAI
 ) -> None:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa **omega**"
-    openai_server.push(Turn(text=words, chunk_delay=0.25))
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi **omega**"
+    openai_server.push(Turn(text=words, chunk_delay=0.25))  # 3.5 s from first to last
     sid = _session_id(term.wait("New session 'Terminal'") + term.wait(")"))
     term.wait("Tab completes")
     term.prompt()
     term.say("hello there")
     term.wait("alpha")
-    assert "kappa" not in term.text[term.seen :], "the answer appeared only at the end"
+    assert "omega" not in term.text[term.seen :], "the answer appeared only at the end"
     term.wait("omega")
     term.wait("out tokens")
     term.prompt()

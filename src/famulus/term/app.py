@@ -152,7 +152,7 @@ class ChatApp:
             line = line.strip()
             if not line:
                 continue
-            if line.lstrip("/").split(" ")[0] in ("quit", "exit") and line.startswith("/"):
+            if line.split(" ")[0] in ("/quit", "/exit"):
                 return EXIT_OK
             await self._guarded(self._handle(line))
             await self._refresh_skills()
