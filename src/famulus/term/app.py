@@ -74,6 +74,7 @@ class ChatApp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_note = "Stopped."
         self._early_interrupt = False  # Ctrl-C came while no prompt was shown
+        self._cancels: set[asyncio.Future[None]] = set()
 
     # -- start ---------------------------------------------------------------
     async def open(self, session_id: str | None) -> None:
@@ -189,7 +190,9 @@ class ChatApp:
         if follow is not None and not follow.cancel_asked:
             follow.cancel_asked = True
             self.show.note("Cancelling… (Ctrl-C again to stop waiting)", "yellow")
-            asyncio.ensure_future(self._cancel_quietly(follow.run_id))
+            task = asyncio.ensure_future(self._cancel_quietly(follow.run_id))
+            self._cancels.add(task)  # the loop keeps only a weak reference
+            task.add_done_callback(self._cancels.discard)
         elif busy is not None:
             self._stop_note = (
                 "Stopped waiting; the run may go on (/cancel stops it)."
