@@ -1,5 +1,5 @@
-"""The ``famulus`` command: serve, key reset, version, and the operating commands
-(backup, restore, doctor, service) whose logic lives in ``famulus.ops``."""
+"""The ``famulus`` command: serve, chat, key reset, version, and the operating
+commands (backup, restore, doctor, service) whose logic lives in ``famulus.ops``."""
 
 from __future__ import annotations
 
@@ -97,6 +97,31 @@ def serve(
 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     sys.exit(run(load_settings(**overrides), _ensure_key))
+
+
+@app.command()
+def chat(
+    session: str | None = typer.Option(
+        None, "--session", help="Resume this session (its id); default: a new one."
+    ),
+    url: str | None = typer.Option(
+        None, "--url", help="The server; default http://FAMULUS_HOST:FAMULUS_PORT."
+    ),
+    key: str | None = typer.Option(None, "--key", help="The API key; default FAMULUS_API_KEY."),
+) -> None:
+    """Chat with a running famulus in this terminal."""
+    from famulus.term.app import run_chat
+
+    settings = load_settings()
+    secret = key or (settings.api_key.get_secret_value() if settings.api_key else None)
+    if not secret:
+        typer.echo(
+            "famulus: no API key: pass --key or set FAMULUS_API_KEY "
+            "(the server keeps only a hash of its key)",
+            err=True,
+        )
+        raise typer.Exit(BAD_SETTING)
+    sys.exit(run_chat((url or web_address(settings)).rstrip("/"), secret, session))
 
 
 @key_app.command("reset")

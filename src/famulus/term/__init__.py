@@ -1,0 +1,2 @@
+"""The terminal client (``famulus chat``): an HTTP client of the documented API,
+so it works against any running famulus, local or remote."""
