@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -241,3 +242,32 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_status_notices_a_server_killed_while_idle(
+    env: tuple[httpx.AsyncClient, McpRegistry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, registry = env
+    monkeypatch.setattr("famulus.mcp.connection.PING_AFTER_IDLE_S", 0.0)
+    await client.post("/mcp/servers", json=stdio_body())
+    pid = await (await toolset(registry, "local")).connection.call("pid", {})
+    os.kill(pid, signal.SIGKILL)
+    info = (await client.get("/mcp/servers/local")).json()
+    assert info["status"] == "error" and info["last_error"] == "it had stopped answering"
+    # A run restarts it before relying on it.
+    again = await (await toolset(registry, "local")).connection.call("pid", {})
+    assert again != pid and _alive(again)
+
+
+async def test_a_removed_server_is_not_restarted_by_a_run_holding_it(
+    env: tuple[httpx.AsyncClient, McpRegistry],
+) -> None:
+    client, registry = env
+    await client.post("/mcp/servers", json=stdio_body())
+    held = await toolset(registry, "local")
+    pid = await held.connection.call("pid", {})
+    assert (await client.delete("/mcp/servers/local")).status_code == 200
+    assert not _alive(pid)
+    with pytest.raises(McpFailure, match="changed or removed"):
+        await held.connection.call("pid", {})
+    assert held.connection.state != "connected"

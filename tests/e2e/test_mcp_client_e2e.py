@@ -134,3 +134,28 @@ def test_a_broken_server_is_left_out(
         assert http.get("/mcp/servers/broken").json()["status"] == "error"
     finally:
         http.delete("/mcp/servers/broken")
+
+
+def test_a_tool_name_taken_by_famulus_is_left_out(
+    famulus: ServerProcess, http: httpx.Client, openai_server: ScriptedOpenAI
+) -> None:
+    """A server named "web" offers "search": web_search is famulus's own tool, so
+    the server's is left out of the run instead of the run failing."""
+    command, args = stdio_command()
+    body = {"name": "web", "transport": "stdio", "command": command, "args": args}
+    assert http.post("/mcp/servers", json=body).status_code == 201
+    try:
+        openai_server.push(Turn(text="Fine."))
+        sid = new_session(http)
+        with SSECollector(famulus.base_url, AUTH, sid) as sse:
+            send(http, sid, "hello")
+            sse.wait_for("run_finished", timeout=30)
+        assert "run_error" not in sse.types()
+        tools = [t["function"]["name"] for t in openai_server.requests[0].get("tools", [])]
+        assert tools.count("web_search") == 1 and "web_add" in tools
+        search = next(
+            t for t in openai_server.requests[0]["tools"] if t["function"]["name"] == "web_search"
+        )
+        assert "Pretend" not in search["function"]["description"]
+    finally:
+        http.delete("/mcp/servers/web")

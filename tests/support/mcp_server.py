@@ -11,7 +11,7 @@ Tools: ``add`` and ``echo`` answer at once; ``env`` and ``pid`` tell what
 the process was given and which one it is (famulus must pass the configured
 env and none of its own, and end the process when it stops); ``slow``
 sleeps; ``crash`` ends the process without answering; ``fail`` returns an
-MCP tool error.
+MCP tool error; ``search`` shares its name with famulus's own search.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ def build() -> Any:
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
+
+    @server.tool()
+    def search(query: str) -> str:
+        """Pretend to search (its name, under a server named "web", is famulus's web_search)."""
+        return f"mcp search: {query}"
 
     @server.tool()
     def env(name: str) -> str:

@@ -46,6 +46,7 @@ PING_AFTER_IDLE_S = 10.0
 PING_TIMEOUT_S = 5.0
 CLOSE_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
+MAX_LOG_BYTES = 1_000_000
 # What a stdio server inherits from famulus's own environment: enough to find
 # programs and write files, and never famulus's keys. The MCP SDK adds HOME,
 # LOGNAME, PATH, SHELL, TERM and USER; the server's configured env comes last.
@@ -100,6 +101,7 @@ class Connection:
         self._failures = 0
         self._retry_at = 0.0
         self._last_ok = 0.0
+        self._retired = False
 
     @property
     def name(self) -> str:
@@ -111,6 +113,8 @@ class Connection:
         """The server's tools, starting it first if need be. ``now`` ignores the
         back-off (the person asked); a run respects it. Raises ``McpFailure``."""
         async with self._lock:
+            if self._retired:  # a run still holding it must not start it again
+                raise McpFailure("it was changed or removed while this run was using it")
             if self._toolset is not None and self.tools is not None:
                 return self.tools
             wait = self._retry_at - time.monotonic()
@@ -174,13 +178,22 @@ class Connection:
         return {**inherited, **self.spec.env}
 
     def _log_path(self) -> Path:
-        """The server's stderr goes to its own file, not into famulus's log."""
+        """The server's stderr goes to its own file, not into famulus's log; past
+        1 MB the file is moved to ``<name>.log.1`` when the server (re)starts."""
         self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return self.log_dir / f"{self.name}.log"
+        path = self.log_dir / f"{self.name}.log"
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > MAX_LOG_BYTES:
+                path.replace(path.with_name(f"{path.name}.1"))
+        return path
 
     async def close(self) -> None:
-        """End the session (and a stdio server's process); the next use starts it again."""
+        """End the session (and a stdio server's process) for good: its server was
+        changed or removed, or famulus is stopping. The registry makes a new
+        ``Connection`` for the next use; a run still holding this one gets a
+        failure instead of starting the process again behind the registry's back."""
         async with self._lock:
+            self._retired = True
             toolset, self._toolset, self.tools = self._toolset, None, None
             if self.state == "connected":
                 self.state = "idle"
@@ -207,13 +220,18 @@ class Connection:
 
     # -- using it --------------------------------------------------------------
 
-    async def ready(self) -> list[mcp_types.Tool]:
-        """The tools for a run: the open session (pinged when it has been idle a
-        while, reopened if it died), else a fresh one. Raises ``McpFailure``."""
+    async def check(self) -> None:
+        """Bring ``state`` up to date: an open session idle a while is pinged, and
+        dropped (state ``error``) if it no longer answers. Never starts anything."""
         toolset = self._toolset
         idle = time.monotonic() - self._last_ok > PING_AFTER_IDLE_S
         if toolset is not None and idle and not await self._alive(toolset):
             await self._drop(toolset, "it had stopped answering")
+
+    async def ready(self) -> list[mcp_types.Tool]:
+        """The tools for a run: the open session (pinged when it has been idle a
+        while, reopened if it died), else a fresh one. Raises ``McpFailure``."""
+        await self.check()
         return await self.open()
 
     async def call(self, tool: str, args: dict[str, Any]) -> Any:

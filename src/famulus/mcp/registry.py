@@ -106,10 +106,20 @@ class McpRegistry:
         return self._info(added)
 
     async def get(self, name: str) -> ServerInfo:
-        return self._info(await self._row(name))
+        row = await self._row(name)
+        await self._check([row.name])
+        return self._info(row)
 
     async def all(self) -> list[ServerInfo]:
-        return [self._info(row) for row in await self.store.all()]
+        rows = await self.store.all()
+        await self._check([row.name for row in rows])
+        return [self._info(row) for row in rows]
+
+    async def _check(self, names: list[str]) -> None:
+        """A status the person reads is current: open sessions idle a while are
+        pinged (in parallel, a few seconds at most) so a dead one shows ``error``."""
+        found = [self._connections[n] for n in names if n in self._connections]
+        await asyncio.gather(*(c.check() for c in found))
 
     async def update(self, name: str, change: Change) -> ServerInfo:
         row = await self._row(name)

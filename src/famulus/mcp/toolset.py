@@ -82,6 +82,12 @@ class ServerToolset(AbstractToolset[Any]):
             for name, t in self._originals.items()
         }
 
+    def without(self, names: set[str]) -> ServerToolset:
+        """This toolset less the tools named ``names`` (as the agent sees them):
+        the run leaves out a tool whose name another toolset already uses."""
+        kept = [t for name, t in self._originals.items() if name not in names]
+        return ServerToolset(self.connection, kept, trusted=self.trusted)
+
     @property
     def id(self) -> str:
         return f"mcp:{self.connection.name}"
