@@ -7,18 +7,24 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+from pydantic_ai.exceptions import ApprovalRequired
 from tests.conftest import API_KEY
 from tests.support.live import free_port
 from tests.support.mcp_server import http_server, stdio_command
 
+from famulus.agent import scope
+from famulus.agent.outcome import ToolFailure
 from famulus.app import create_app
-from famulus.mcp.connection import McpFailure
+from famulus.mcp.connection import Connection, McpFailure, ServerSpec, Timeouts
 from famulus.mcp.registry import McpRegistry
 from famulus.mcp.toolset import ServerToolset
 from famulus.settings import Settings
@@ -271,3 +277,47 @@ async def test_a_removed_server_is_not_restarted_by_a_run_holding_it(
     with pytest.raises(McpFailure, match="changed or removed"):
         await held.connection.call("pid", {})
     assert held.connection.state != "connected"
+
+
+async def test_a_server_that_never_answers_is_given_up(tmp_path: Path) -> None:
+    spec = ServerSpec(
+        name="hang",
+        transport="stdio",
+        command=sys.executable,
+        args=("-c", "import time; time.sleep(60)"),
+    )
+    connection = Connection(spec, Timeouts(call_s=3, connect_s=2), tmp_path)
+    started = time.monotonic()
+    with pytest.raises(McpFailure, match="did not answer within 2 s"):
+        await connection.open()
+    assert time.monotonic() - started < 15
+    assert connection.state == "error"
+    with pytest.raises(McpFailure, match="next try in"):  # backing off: not started again
+        await connection.open()
+    await connection.close()
+
+
+async def test_approval_and_read_only_automations(
+    env: tuple[httpx.AsyncClient, McpRegistry],
+) -> None:
+    client, registry = env
+    await client.post("/mcp/servers", json=stdio_body())
+    untrusted = await toolset(registry, "local")
+    asking = SimpleNamespace(tool_call_approved=False)
+    approved = SimpleNamespace(tool_call_approved=True)
+    add = untrusted.tools["local_add"]
+    with pytest.raises(ApprovalRequired):
+        await untrusted.call_tool("local_add", {"a": 1, "b": 2}, asking, add)  # type: ignore[arg-type]
+    assert await untrusted.call_tool("local_add", {"a": 1, "b": 2}, approved, add) == 3  # type: ignore[arg-type]
+
+    await client.patch("/mcp/servers/local", json={"trusted": True})
+    trusted = await toolset(registry, "local")
+    echo = trusted.tools["local_echo"]
+    with scope.running(scope.RunScope(origin="automation", read_only=True)) as run:
+        refused = await trusted.call_tool("local_add", {"a": 1, "b": 2}, asking, add)  # type: ignore[arg-type]
+        assert isinstance(refused, ToolFailure) and refused == scope.READ_ONLY_REFUSAL
+        # Declared read-only by the server: allowed.
+        assert await trusted.call_tool("local_echo", {"text": "hi"}, asking, echo) == "hi"  # type: ignore[arg-type]
+        assert run.sources == ["mcp:local"]
+    tools = (await client.get("/mcp/servers/local/tools")).json()["tools"]
+    assert {t["name"]: t["read_only"] for t in tools}["echo"] is True

@@ -7,7 +7,7 @@ token every request must carry ``Authorization: Bearer TOKEN``, which is how
 the tests see that a server's headers reach it). ``http_server()`` runs the
 HTTP form as a subprocess for a test.
 
-Tools: ``add`` and ``echo`` answer at once; ``env`` and ``pid`` tell what
+Tools: ``add`` and ``echo`` answer at once (``echo`` is annotated read-only); ``env`` and ``pid`` tell what
 the process was given and which one it is (famulus must pass the configured
 env and none of its own, and end the process when it stops); ``slow``
 sleeps; ``crash`` ends the process without answering; ``fail`` returns an
@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def build() -> Any:
-    from mcp.server.mcpserver import MCPServer  # imported here: the test process only spawns it
+    # Imported here: the test process only spawns the server.
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
 
     server = MCPServer("famulus-test")
 
@@ -39,7 +41,7 @@ def build() -> Any:
         """Add two integers."""
         return a + b
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text

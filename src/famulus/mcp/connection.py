@@ -133,9 +133,10 @@ class Connection:
                     await self._close_quietly(toolset)
                     raise
         except TimeoutError:
-            self._connect_failed(f"it did not start within {self.timeouts.connect_s:g} s")
+            self._connect_failed(f"it did not answer within {self.timeouts.connect_s:g} s")
         except Exception as exc:
-            self._connect_failed(f"it could not be started: {describe(exc)}")
+            verb = "reached" if self.spec.transport == "http" else "started"
+            self._connect_failed(f"it could not be {verb}: {describe(exc)}")
         self._toolset, self.tools = toolset, tools
         self.state, self.last_error = "connected", None
         self._failures, self._retry_at, self._last_ok = 0, 0.0, time.monotonic()
