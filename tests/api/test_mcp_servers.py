@@ -321,3 +321,13 @@ async def test_approval_and_read_only_automations(
         assert run.sources == ["mcp:local"]
     tools = (await client.get("/mcp/servers/local/tools")).json()["tools"]
     assert {t["name"]: t["read_only"] for t in tools}["echo"] is True
+
+
+async def test_a_huge_result_is_cut(env: tuple[httpx.AsyncClient, McpRegistry]) -> None:
+    client, registry = env
+    await client.post("/mcp/servers", json=stdio_body(trusted=True))
+    local = await toolset(registry, "local")
+    ctx = SimpleNamespace(tool_call_approved=False)
+    text = "x" * 60_000
+    got = await local.call_tool("local_echo", {"text": text}, ctx, local.tools["local_echo"])  # type: ignore[arg-type]
+    assert got.startswith("x" * 50_000) and got.endswith("[… 10000 more characters cut by famulus]")

@@ -44,6 +44,7 @@ _ARGS = pydantic_core.SchemaValidator(
 )
 MAX_RETRIES = 1
 MAX_NAME = 64
+MAX_RESULT_CHARS = 50_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -109,4 +110,8 @@ class ServerToolset(AbstractToolset[Any]):
         except McpFailure as exc:
             return failure(f"MCP server '{server}' failed: {exc}")
         scope.used(f"mcp:{server}")
+        if isinstance(result, str) and len(result) > MAX_RESULT_CHARS:
+            # One careless tool must not fill the model's context window.
+            cut = len(result) - MAX_RESULT_CHARS
+            return f"{result[:MAX_RESULT_CHARS]}\n[… {cut} more characters cut by famulus]"
         return result
