@@ -112,6 +112,12 @@ class Settings(BaseSettings):
     bwrap_path: str = "bwrap"
     unsandboxed_scripts: bool = False
 
+    # MCP servers the person registered (mcp/): how long one tool call may take,
+    # and how long starting or connecting to a server (with its tool list) may take,
+    # before the call or the connection is given up as failed (seconds).
+    mcp_timeout_s: float = Field(default=30.0, gt=0)
+    mcp_connect_timeout_s: float = Field(default=15.0, gt=0)
+
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)
 

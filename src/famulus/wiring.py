@@ -34,6 +34,8 @@ from famulus.llm.config import ConfigService
 from famulus.llm.providers import ProviderAdmin
 from famulus.llm.redact import install_log_redaction
 from famulus.llm.service import LLMService
+from famulus.mcp.connection import Timeouts
+from famulus.mcp.registry import McpRegistry
 from famulus.memory import reindex
 from famulus.memory.facade import MemoryFacade
 from famulus.memory.jobs import MemoryJobs
@@ -52,6 +54,7 @@ from famulus.store.automations import AutomationStore
 from famulus.store.calendar_fired import CalendarFiredStore
 from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
+from famulus.store.mcp_servers import McpServerStore
 from famulus.store.notifiers import NotifierStore
 
 
@@ -76,6 +79,7 @@ class Container:
     queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
+    mcp_servers: McpRegistry
 
     @property
     def settings(self) -> Settings:
@@ -122,6 +126,7 @@ def build_container(settings: Settings) -> Container:
     hooks.toolsets(web_tools.provider(web))
     hooks.toolsets(calendar_tools.provider(core))
     hooks.toolsets(mail_tools.provider(core))
+    mcp_servers = _mcp_servers(core, secrets)
     chat, context = _chat(core, llm, memory, registry)
     automations = _automations(core, chat, notifiers, deliveries, memory)
     watcher = CalendarWatcher(core, automations, CalendarFiredStore(core.db))
@@ -149,6 +154,7 @@ def build_container(settings: Settings) -> Container:
         queue=QueueService(core.sessions, chat.pending, core.events, chat.active),
         automations=automations,
         calendar_watcher=watcher,
+        mcp_servers=mcp_servers,
     )
 
 
@@ -228,6 +234,17 @@ def _automations(
     core.hooks.on_stop(service.stop)
     core.hooks.on_drain(service.close_listeners)
     return service
+
+
+def _mcp_servers(core: Core, secrets: SecretsStore) -> McpRegistry:
+    """MCP servers the person registered: their tools join every run; their
+    sessions (stdio processes) end when the server stops."""
+    settings = core.settings
+    timeouts = Timeouts(call_s=settings.mcp_timeout_s, connect_s=settings.mcp_connect_timeout_s)
+    registry = McpRegistry(McpServerStore(core.db), secrets, timeouts, settings.home / "mcp")
+    core.hooks.toolsets(registry.toolsets)
+    core.hooks.on_stop(registry.stop)
+    return registry
 
 
 def _always(toolsets: list[Any]) -> ToolsetProvider:

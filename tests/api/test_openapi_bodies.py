@@ -30,6 +30,7 @@ FREE_FORM = {
     "NotifierOut.config": "the fields of the notifier's type (GET /notifiers/types)",
     "Automation.trigger": "a time or event trigger, checked in automations/triggers.py",
     "AutomationDetail.trigger": "as Automation.trigger",
+    "ToolOut.input_schema": "an MCP tool's JSON Schema, as its server declares it",
 }
 
 Schema = dict[str, Any]

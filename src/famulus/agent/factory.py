@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
@@ -105,6 +105,39 @@ def _research(
     return research_toolset(resolve, shared)
 
 
+def _distinct(toolsets: list[AbstractToolset[Any]]) -> list[AbstractToolset[Any]]:
+    """Each tool name once. pydantic-ai stops a run whose toolsets offer one name
+    twice, and a registered MCP server's tool (``<server>_<tool>``) can take a
+    name famulus already uses, or another server's: the later toolset's tool is
+    left out of the run, with a warning, so famulus's own tools always win.
+    Toolsets that list their tools (``tools``) are the ones checked."""
+    seen: set[str] = set()
+    kept: list[AbstractToolset[Any]] = []
+    for toolset in toolsets:
+        tools = getattr(toolset, "tools", None)
+        names = set(tools) if isinstance(tools, dict) else set()
+        taken = names & seen
+        if taken:
+            log.warning(
+                "left out of this run, their names are taken: %s (%s)", sorted(taken), toolset.label
+            )
+            # A toolset that can drop tools itself keeps listing the rest (descriptions).
+            without = getattr(toolset, "without", None)
+            toolset = without(taken) if callable(without) else toolset.filtered(_leave_out(taken))
+        seen |= names
+        kept.append(toolset)
+    return kept
+
+
+def _leave_out(
+    taken: set[str],
+) -> Callable[[RunContext[Any], ToolDefinition], bool]:
+    def keep(ctx: RunContext[Any], tool_def: ToolDefinition) -> bool:
+        return tool_def.name not in taken
+
+    return keep
+
+
 async def prepare(
     inputs: AgentInputs,
     resolved: ResolvedModel,
@@ -116,12 +149,14 @@ async def prepare(
     zone = zone_name(inputs.timezone_setting)
     memory_text = await _memory_context(inputs.memory, session.session_id, query)
     area_toolsets = list(inputs.extra_toolsets)
-    toolsets: list[AbstractToolset[AgentDeps]] = [
-        time_toolset(),
-        _research(inputs.resolve_research, tuple(read_only(area_toolsets))),
-        directives_toolset(inputs.directives_service),
-        *area_toolsets,
-    ]
+    toolsets: list[AbstractToolset[AgentDeps]] = _distinct(
+        [
+            time_toolset(),
+            _research(inputs.resolve_research, tuple(read_only(area_toolsets))),
+            directives_toolset(inputs.directives_service),
+            *area_toolsets,
+        ]
+    )
     system_prompt = build_system_prompt(
         PromptInputs(
             directives=inputs.directives,

@@ -62,6 +62,10 @@ def tool_descriptions(toolsets: list[AbstractToolset[AgentDeps]]) -> dict[str, s
         if not isinstance(tools, dict):
             continue
         for name, tool in tools.items():
-            description = (getattr(tool, "description", None) or "").strip()
+            # A function tool has it; a toolset tool (an MCP server's) on its definition.
+            tool_def = getattr(tool, "tool_def", None)
+            description = (
+                getattr(tool, "description", None) or getattr(tool_def, "description", None) or ""
+            ).strip()
             found[name] = description.splitlines()[0] if description else name
     return found

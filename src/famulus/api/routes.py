@@ -19,6 +19,7 @@ from famulus.api import (
     directives,
     embedding,
     health,
+    mcp_servers,
     memory_admin,
     memory_facts,
     memory_learning,
@@ -52,6 +53,7 @@ PROTECTED: list[APIRouter] = [
     chat.router,
     context.router,
     automations.router,
+    mcp_servers.router,
 ]
 
 

@@ -1,0 +1,1 @@
+"""MCP: the servers the person registered, whose tools become agent tools (the client side)."""
