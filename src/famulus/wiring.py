@@ -21,6 +21,7 @@ from typing import Any
 from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
+from famulus.channels.openai_compat.service import OpenAICompat
 from famulus.chat.context import ContextService
 from famulus.chat.manager import RunManager
 from famulus.chat.queue import QueueService
@@ -53,6 +54,7 @@ from famulus.store.calendar_fired import CalendarFiredStore
 from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
 from famulus.store.notifiers import NotifierStore
+from famulus.store.openai_sessions import OpenAISessionStore
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Container:
     queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
+    openai: OpenAICompat
 
     @property
     def settings(self) -> Settings:
@@ -149,6 +152,7 @@ def build_container(settings: Settings) -> Container:
         queue=QueueService(core.sessions, chat.pending, core.events, chat.active),
         automations=automations,
         calendar_watcher=watcher,
+        openai=OpenAICompat(core, chat, OpenAISessionStore(core.db)),
     )
 
 

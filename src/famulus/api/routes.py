@@ -24,6 +24,7 @@ from famulus.api import (
     memory_learning,
     memory_profile,
     notifiers,
+    openai_compat,
     providers,
     services,
     sessions,
@@ -52,6 +53,7 @@ PROTECTED: list[APIRouter] = [
     chat.router,
     context.router,
     automations.router,
+    openai_compat.router,
 ]
 
 

@@ -55,6 +55,10 @@ class ChatInput:
     origin: str = "chat"
     read_only: bool = False
     automation_id: int | None = None
+    # Set by a client that cannot ask the person (the OpenAI-compatible API):
+    # a tool needing approval is refused with this text, nobody is asked, and
+    # no "the person declined" is learned (nobody did).
+    approval_refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ class RunManager:
             resolved=resolved,
             prompt=first.content(),
             skip_approvals=inp.skip_approvals,
+            approval_refusal=inp.approval_refusal,
             command=inp.message[:COMMAND_CHARS],
             scope=RunScope(
                 origin=inp.origin, read_only=inp.read_only, automation_id=inp.automation_id
@@ -285,6 +290,7 @@ class RunManager:
                         left.images,
                         run.spec.skip_approvals,
                         left.client_id,
+                        approval_refusal=run.spec.approval_refusal,
                     )
                 )
                 if left.pending_id is not None:  # now in history through the new run
