@@ -218,6 +218,26 @@ async def test_stream_without_usage_and_failed_run(app: Any, client: httpx.Async
     assert r.status_code == 502 and r.json()["error"]["code"] == "upstream_error"
 
 
+async def test_stream_pings_while_the_agent_is_quiet(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path / "home",
+        api_key=API_KEY,  # type: ignore[arg-type]
+        sse_ping_interval_s=0.05,
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        install_model(app, scripted("slow words", delay=0.3))
+        transport = httpx.ASGITransport(app=app)
+        auth = {"Authorization": f"Bearer {API_KEY}"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=auth) as c:
+            r = await complete(c, ask("hi", stream=True))
+    assert ": ping" in r.text.splitlines()
+    text = "".join(
+        f["choices"][0]["delta"]["content"] or "" for f in sse_data(r.text)[:-1] if f["choices"]
+    )
+    assert text == "slow words "
+
+
 # -- sessions ------------------------------------------------------------------
 
 

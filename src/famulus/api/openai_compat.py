@@ -29,7 +29,6 @@ router = APIRouter(prefix="/v1", tags=["openai"])
 SESSION_HEADER = "X-Famulus-Session"
 RUN_HEADER = "X-Famulus-Run"
 APPROVE_HEADER = "X-Famulus-Approve"
-PING_S = 15.0  # an SSE comment this often while the agent works (tools, research)
 DISCONNECT_POLL_S = 1.0  # how soon a non-streamed request notices its client left
 
 
@@ -199,7 +198,7 @@ async def chat_completions(
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
         return StreamingResponse(
-            _stream(completion, cid, created, usage),
+            _stream(completion, cid, created, usage, c.settings.sse_ping_interval_s),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -252,8 +251,11 @@ async def _collect(completion: Completion, request: Request) -> str:
 
 
 async def _stream(
-    completion: Completion, cid: str, created: int, include_usage: bool
+    completion: Completion, cid: str, created: int, include_usage: bool, ping_s: float
 ) -> AsyncIterator[str]:
+    """The SSE body; a ``: ping`` comment every ``ping_s`` without text keeps
+    proxies and clients from giving up while the agent uses tools."""
+
     def chunk(delta: Delta, finish: Literal["stop"] | None = None) -> str:
         body = ChatCompletionChunk(
             id=cid,
@@ -266,7 +268,7 @@ async def _stream(
     try:
         yield chunk(Delta(role="assistant", content=""))
         while True:
-            item = await completion.next(PING_S)
+            item = await completion.next(ping_s)
             if item is None:
                 yield ": ping\n\n"
             elif isinstance(item, Ended):
