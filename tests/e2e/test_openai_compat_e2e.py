@@ -226,3 +226,20 @@ def test_closing_the_stream_cancels_the_run(
     history = http.get("/session/history", params={"session_id": sid}).json()["messages"]
     kept = history[-1]["content"]
     assert history[-1]["role"] == "assistant" and kept.startswith("w0") and len(kept) < len(words)
+
+
+def test_a_client_that_gives_up_cancels_the_run(
+    famulus: ServerProcess, http: httpx.Client, model_server: ScriptedOpenAI
+) -> None:
+    model_server.push(Turn(text="too late", delay=4.0))
+    impatient = openai.OpenAI(
+        base_url=f"{famulus.base_url}/v1", api_key=KEY, timeout=1.0, max_retries=0
+    )
+    with pytest.raises(openai.APITimeoutError):
+        impatient.chat.completions.create(
+            model="famulus", messages=[{"role": "user", "content": "slow"}], user="e2e-timeout"
+        )
+    sessions = http.get("/sessions").json()["sessions"]
+    sid = next(s["session_id"] for s in sessions if s["name"] == "API: e2e-timeout")
+    with SSECollector(famulus.base_url, AUTH, sid) as sse:
+        sse.wait_for("run_cancelled", timeout=10)

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Header, Path, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -177,7 +177,21 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=_STREAM_DOC)
 async def chat_completions(
-    body: ChatCompletionIn, request: Request, c: Container = Depends(container)
+    body: ChatCompletionIn,
+    request: Request,
+    session: str | None = Header(
+        default=None,
+        alias=SESSION_HEADER,
+        max_length=200,
+        description="Talk to this existing session (wins over `user`).",
+    ),
+    approve: str | None = Header(
+        default=None,
+        alias=APPROVE_HEADER,
+        max_length=20,
+        description="`all`: run tools that need approval without asking.",
+    ),
+    c: Container = Depends(container),
 ) -> Response:
     if body.n not in (None, 1):
         raise InvalidRequest(
@@ -187,10 +201,10 @@ async def chat_completions(
         CompletionRequest(
             model=body.model,
             messages=[m.model_dump() for m in body.messages],
-            session_header=request.headers.get(SESSION_HEADER),
+            session_header=session,
             user=body.user or None,
             user_agent=request.headers.get("user-agent"),
-            approve_all=_approve_all(request),
+            approve_all=_approve_all(approve),
         )
     )
     headers = {SESSION_HEADER: completion.session_id, RUN_HEADER: completion.run_id}
@@ -213,8 +227,7 @@ async def chat_completions(
     return JSONResponse(answer.model_dump(), headers=headers)
 
 
-def _approve_all(request: Request) -> bool:
-    value = request.headers.get(APPROVE_HEADER)
+def _approve_all(value: str | None) -> bool:
     if value is None:
         return False
     if value.strip().lower() == "all":

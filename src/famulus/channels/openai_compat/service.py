@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from famulus.errors import Conflict, NotFound
 from famulus.events import Event
 from famulus.sessions.service import quote_id
 from famulus.store.openai_sessions import OpenAISessionStore
+
+log = logging.getLogger(__name__)
 
 MODEL_ID = "famulus"
 BLOCK_SEPARATOR = "\n\n"
@@ -112,11 +115,15 @@ class Completion:
 
     async def _read(self, followed: Followed) -> None:
         transcript, answer = Transcript(), Answer()
-        async for event in followed.events:
-            for piece in transcript.take(event):
-                if piece:
-                    self._items.put_nowait(piece)
-            answer.take(event)
+        try:
+            async for event in followed.events:
+                for piece in transcript.take(event):
+                    if piece:
+                        self._items.put_nowait(piece)
+                answer.take(event)
+        except Exception:  # never leave the client waiting for an end that cannot come
+            log.exception("following run %s failed", self.run_id)
+            answer.status, answer.error = "error", "Internal server error; see the server log."
         if answer.status == "running":  # the stream closed under us (shutdown)
             answer.status, answer.error = "error", "The server is shutting down."
         self._items.put_nowait(Ended(answer.status, answer.usage, answer.error))
