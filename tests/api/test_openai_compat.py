@@ -258,8 +258,16 @@ async def test_session_rule(app: Any, client: httpx.AsyncClient) -> None:
     assert await session_of(ask("6"), **{"User-Agent": "curl/8.5.0"}) != client_a
     # The header wins over `user`.
     assert await session_of(ask("7", user="bob"), **{"X-Famulus-Session": alice}) == alice
+    # One session per Open WebUI chat, named after its first message; it wins over `user`.
+    chat = {"X-OpenWebUI-Chat-Id": "3f2a9c1e-0000-4000-8000-000000000001"}
+    first = await session_of(ask("Plan my trip\nto Rome", user="alice"), **chat)
+    assert first not in (alice, client_a)
+    assert await session_of(ask("and the hotel?"), **chat) == first
+    other = {"X-OpenWebUI-Chat-Id": "3f2a9c1e-0000-4000-8000-000000000002"}
+    assert await session_of(ask("x" * 80), **other) != first
     names = {s["name"] for s in (await client.get("/sessions")).json()["sessions"]}
     assert {"API: alice", "API: bob", "API: OpenAI/Python", "API: curl"} <= names
+    assert {"Open WebUI: Plan my trip", "Open WebUI: " + "x" * 59 + "…"} <= names
     # An archived mapped session is replaced; an archived named one is a 409.
     assert (await client.delete(f"/sessions/{alice}")).status_code == 200
     assert await session_of(ask("8", user="alice")) != alice

@@ -29,6 +29,7 @@ router = APIRouter(prefix="/v1", tags=["openai"])
 SESSION_HEADER = "X-Famulus-Session"
 RUN_HEADER = "X-Famulus-Run"
 APPROVE_HEADER = "X-Famulus-Approve"
+OPEN_WEBUI_CHAT_HEADER = "X-OpenWebUI-Chat-Id"
 DISCONNECT_POLL_S = 1.0  # how soon a non-streamed request notices its client left
 
 
@@ -185,6 +186,13 @@ async def chat_completions(
         max_length=200,
         description="Talk to this existing session (wins over `user`).",
     ),
+    chat: str | None = Header(
+        default=None,
+        alias=OPEN_WEBUI_CHAT_HEADER,
+        max_length=200,
+        description="Open WebUI's chat id (ENABLE_FORWARD_USER_INFO_HEADERS): "
+        "one session per chat.",
+    ),
     approve: str | None = Header(
         default=None,
         alias=APPROVE_HEADER,
@@ -202,6 +210,7 @@ async def chat_completions(
             model=body.model,
             messages=[m.model_dump() for m in body.messages],
             session_header=session,
+            chat_header=chat or None,
             user=body.user or None,
             user_agent=request.headers.get("user-agent"),
             approve_all=_approve_all(approve),

@@ -50,6 +50,7 @@ class CompletionRequest:
     model: str
     messages: list[dict[str, Any]]
     session_header: str | None = None
+    chat_header: str | None = None  # X-OpenWebUI-Chat-Id
     user: str | None = None
     user_agent: str | None = None
     approve_all: bool = False
@@ -175,7 +176,13 @@ class OpenAICompat:
         self.check_model(req.model)
         new = last_user_message(req.messages)
         await self.chat.turns.resolve("chat")
-        session_id = await self.sessions.resolve(req.session_header, req.user, req.user_agent)
+        session_id = await self.sessions.resolve(
+            req.session_header,
+            req.user,
+            req.user_agent,
+            chat_id=req.chat_header,
+            first_text=new.text,
+        )
         if self.chat.busy(session_id):
             raise Conflict(
                 f"Session '{quote_id(session_id)}' is busy with another run; wait for it "

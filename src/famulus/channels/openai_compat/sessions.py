@@ -3,9 +3,12 @@
 The rule, first match wins:
 
 1. the ``X-Famulus-Session`` header names an existing session: that one;
-2. the body's ``user`` names a person or conversation: the session kept for
+2. the ``X-OpenWebUI-Chat-Id`` header (Open WebUI sends it with
+   ``ENABLE_FORWARD_USER_INFO_HEADERS=true``): one session per Open WebUI
+   chat, named after the chat's first message;
+3. the body's ``user`` names a person or conversation: the session kept for
    that name (created on first use, named ``API: <user>``);
-3. otherwise one session per API client, the client named by its
+4. otherwise one session per API client, the client named by its
    User-Agent without version numbers (``OpenAI/Python 1.54.0`` is
    ``OpenAI/Python``), so an upgrade of the client keeps its session.
 
@@ -22,6 +25,8 @@ from famulus.sessions.service import NAME_MAX, SessionService
 from famulus.store.openai_sessions import OpenAISessionStore
 
 NAME_PREFIX = "API: "
+OPEN_WEBUI_PREFIX = "Open WebUI: "
+TITLE_CHARS = 60
 UNKNOWN_CLIENT = "unknown client"
 CLIENT_NAME_MAX = 100
 _COMMENT = re.compile(r"\([^)]*\)")
@@ -45,22 +50,41 @@ class SessionMap:
         self.store = store
         self._lock = asyncio.Lock()  # two first requests of one user make one session
 
-    async def resolve(self, explicit: str | None, user: str | None, user_agent: str | None) -> str:
-        """The session id for a request (see the module's rule)."""
+    async def resolve(
+        self,
+        explicit: str | None,
+        user: str | None,
+        user_agent: str | None,
+        *,
+        chat_id: str | None = None,
+        first_text: str = "",
+    ) -> str:
+        """The session id for a request (see the module's rule); ``first_text``
+        names a new Open WebUI chat's session."""
         if explicit:
             return (await self.sessions.get_active(explicit)).session_id
+        if chat_id:
+            return await self._mapped("openwebui:" + chat_id, _title(first_text, chat_id))
         if user:
-            return await self._mapped("user:" + user, user)
+            return await self._mapped("user:" + user, NAME_PREFIX + user)
         name = client_name(user_agent)
-        return await self._mapped("client:" + name, name)
+        return await self._mapped("client:" + name, NAME_PREFIX + name)
 
-    async def _mapped(self, key: str, label: str) -> str:
+    async def _mapped(self, key: str, name: str) -> str:
         async with self._lock:
             session_id = await self.store.get(key)
             if session_id is not None:
                 row = await self.sessions.find(session_id)
                 if row is not None and row.archived_at is None:
                     return row.session_id
-            row = await self.sessions.create((NAME_PREFIX + label)[:NAME_MAX])
+            row = await self.sessions.create(name[:NAME_MAX])
             await self.store.put(key, row.session_id)
             return row.session_id
+
+
+def _title(text: str, chat_id: str) -> str:
+    """``Open WebUI: <the first line of the first message>``, cut to a title."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if len(line) > TITLE_CHARS:
+        line = line[: TITLE_CHARS - 1].rstrip() + "…"
+    return OPEN_WEBUI_PREFIX + (line or f"chat {chat_id[:8]}")
