@@ -191,17 +191,22 @@ def test_approval_refused_unless_opted_in(
     assert "Answer in haiku." in http.get("/directives").json()["content"]
 
 
-def test_directives_reach_the_model(
+def test_directives_and_memory_reach_the_model(
     client: openai.OpenAI, http: httpx.Client, model_server: ScriptedOpenAI
 ) -> None:
     r = http.put("/directives", json={"content": "Call the person Captain."})
     assert r.status_code == 200, r.text
+    r = http.post("/facts", json={"text": "The person's dentist is Dr. Okafor"})
+    assert r.status_code == 201, r.text
     model_server.push(Turn(text="Aye, Captain."))
     client.chat.completions.create(
-        model="famulus", messages=[{"role": "user", "content": "hello"}], user="e2e-directives"
+        model="famulus",
+        messages=[{"role": "user", "content": "When do I see Dr. Okafor, my dentist?"}],
+        user="e2e-directives",
     )
     system = model_server.requests[-1]["messages"][0]
     assert system["role"] == "system" and "Call the person Captain." in system["content"]
+    assert "The person's dentist is Dr. Okafor" in system["content"]
 
 
 def test_closing_the_stream_cancels_the_run(
