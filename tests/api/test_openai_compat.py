@@ -19,7 +19,7 @@ from tests.support.chat_models import events_until, install_model, scripted
 
 from famulus.app import create_app
 from famulus.channels.openai_compat.service import APPROVAL_REFUSAL
-from famulus.channels.openai_compat.sessions import client_name
+from famulus.channels.openai_compat.sessions import client_name, went_back
 from famulus.settings import Settings
 from famulus.settings_errors import settings_errors
 
@@ -285,6 +285,51 @@ def test_client_name_drops_versions_and_comments() -> None:
         == "Mozilla AppleWebKit Chrome"
     )
     assert client_name("") == client_name(None) == "unknown client"
+
+
+def test_went_back_finds_regenerate_and_edit_only() -> None:
+    kept = ["a", "b", "c"]
+    assert went_back(["a", "b", "c", "d"], kept) == 0  # goes on from the end
+    assert went_back(["a", "b", "c"], kept) == 1  # regenerate the last answer
+    assert went_back(["a", "b", "x"], kept) == 1  # edit the last message
+    assert went_back(["a", "x"], kept) == 2  # edit an earlier one
+    assert went_back(["a"], kept) == 3  # regenerate the first answer
+    assert went_back(["title please"], kept) == 0  # one unrelated message
+    assert went_back(["z", "b"], kept) == 0  # a conversation that does not match
+    assert went_back(["a"], []) == went_back([], kept) == 0
+
+
+async def test_open_webui_chat_follows_regenerate_and_edit(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    install_model(app, scripted(lambda messages: f"answer {len(messages)}"))
+    chat = {"X-OpenWebUI-Chat-Id": "c-1"}
+
+    def convo(*users: str) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        for text in users:
+            messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "…"}]
+        return {"model": "famulus", "messages": messages[:-1]}
+
+    async def history(sid: str) -> list[str]:
+        r = await client.get("/session/history", params={"session_id": sid})
+        return [m["content"] for m in r.json()["messages"] if m["role"] == "user"]
+
+    sid = (await complete(client, convo("one"), **chat)).headers["x-famulus-session"]
+    await complete(client, convo("one", "two"), **chat)
+    assert await history(sid) == ["one", "two"]
+    r = await complete(client, convo("one", "two"), **chat)  # regenerate
+    assert r.headers["x-famulus-session"] == sid
+    assert await history(sid) == ["one", "two"]
+    await complete(client, convo("one", "TWO"), **chat)  # edit the last message
+    assert await history(sid) == ["one", "TWO"]
+    # A turn from elsewhere (the web client) is never reverted.
+    seen = max(e["_seq"] for e in await events_until(app, sid, "run_finished"))
+    r = await client.post("/chat/message", json={"message": "from the web", "session_id": sid})
+    assert r.status_code == 202, r.text
+    await events_until(app, sid, "run_finished", after=seen)
+    await complete(client, convo("one", "again"), **chat)
+    assert await history(sid) == ["one", "TWO", "from the web", "again"]
 
 
 async def test_images_from_data_urls(app: Any, client: httpx.AsyncClient) -> None:

@@ -93,3 +93,18 @@ def _image(image_url: Any, where: list[str | int]) -> dict[str, str]:
             loc=where,
         )
     return {"media_type": found.group(1).lower(), "data": found.group(2)}
+
+
+def user_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The text of every user message in the request, in order, read leniently
+    (only to compare the client's conversation with the session's history)."""
+    texts: list[str] = []
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = [str(p.get("text") or "") for p in content if p.get("type") == "text"]
+            content = "\n".join(t for t in parts if t)
+        texts.append(content if isinstance(content, str) else "")
+    return texts

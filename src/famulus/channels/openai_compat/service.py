@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from famulus.channels.openai_compat.messages import last_user_message
-from famulus.channels.openai_compat.sessions import SessionMap
+from famulus.channels.openai_compat.messages import last_user_message, user_texts
+from famulus.channels.openai_compat.sessions import CLIENT_ID_PREFIX, SessionMap
 from famulus.chat.follow import Answer, Followed, follow
-from famulus.chat.manager import ChatInput, RunManager
+from famulus.chat.manager import ChatInput, RunManager, check_images
 from famulus.core import Core
 from famulus.errors import Conflict, NotFound
 from famulus.events import Event
@@ -175,24 +176,29 @@ class OpenAICompat:
         """
         self.check_model(req.model)
         new = last_user_message(req.messages)
-        await self.chat.turns.resolve("chat")
-        session_id = await self.sessions.resolve(
+        resolved = await self.chat.turns.resolve("chat")
+        picked = await self.sessions.resolve(
             req.session_header,
             req.user,
             req.user_agent,
             chat_id=req.chat_header,
             first_text=new.text,
         )
+        session_id = picked.session_id
         if self.chat.busy(session_id):
             raise Conflict(
                 f"Session '{quote_id(session_id)}' is busy with another run; wait for it "
                 "to finish, or talk to another session."
             )
+        if picked.conversation:
+            check_images(new.images, resolved)  # refuse before anything is reverted
+            await self.sessions.follow_conversation(session_id, user_texts(req.messages))
         inp = ChatInput(
             new.text,
             session_id,
             new.images,
             skip_approvals=req.approve_all,
+            client_id=CLIENT_ID_PREFIX + secrets.token_hex(8),
             approval_refusal=None if req.approve_all else APPROVAL_REFUSAL,
         )
         followed = await follow(self.core.events, self.chat, inp)
