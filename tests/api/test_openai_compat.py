@@ -18,8 +18,9 @@ from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 
 from famulus.app import create_app
-from famulus.channels.openai_compat.service import APPROVAL_REFUSAL
+from famulus.channels.openai_compat.service import APPROVAL_REFUSAL, Transcript
 from famulus.channels.openai_compat.sessions import client_name, went_back
+from famulus.events import Event
 from famulus.settings import Settings
 from famulus.settings_errors import settings_errors
 
@@ -236,6 +237,32 @@ async def test_stream_pings_while_the_agent_is_quiet(tmp_path: Path) -> None:
         f["choices"][0]["delta"]["content"] or "" for f in sse_data(r.text)[:-1] if f["choices"]
     )
     assert text == "slow words "
+
+
+def test_transcript_pieces_add_up_to_the_blocks() -> None:
+    """Streamed blocks, a block sent whole, a sub-agent's text and a cancel's
+    kept text: the pieces are the depth-0 blocks joined by a blank line."""
+    events = [
+        ("text_delta", "Let me ", 0),
+        ("text_delta", "check.", 0),
+        ("text", "Let me check.", 0),
+        ("text_delta", "sub-agent words", 1),
+        ("text", "sub-agent words", 1),
+        ("text", "A block sent whole.", 0),
+        ("text_delta", "Partly", 0),
+        ("text", "Partly said before the cancel", 0),
+        ("text", "", 0),
+    ]
+    transcript = Transcript()
+    pieces = [
+        piece
+        for kind, content, depth in events
+        for piece in transcript.take(Event(kind, {"content": content, "depth": depth}, None))
+    ]
+    assert "".join(pieces) == (
+        "Let me check.\n\nA block sent whole.\n\nPartly said before the cancel"
+    )
+    assert pieces[:2] == ["Let me ", "check."]
 
 
 # -- sessions ------------------------------------------------------------------
