@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.middleware.cors import CORSMiddleware
 
 from famulus import __version__
 from famulus.api import mcp, routes
@@ -20,6 +21,7 @@ from famulus.api.deps import require_key
 from famulus.api.depth import JsonDepthMiddleware
 from famulus.api.errors import install_error_handlers
 from famulus.api.limits import BodyLimitMiddleware
+from famulus.api.openai_errors import OpenAIErrorShape
 from famulus.api.openapi import describe_errors
 from famulus.settings import Settings
 from famulus.wiring import build_container
@@ -55,12 +57,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         overrides={
             "/chat/message": settings.max_chat_body_bytes,
             "/facts/import": settings.max_chat_body_bytes,
+            "/v1/chat/completions": settings.max_chat_body_bytes,
         },
     )
+    app.add_middleware(OpenAIErrorShape)  # outside the limits: their errors too
+    _add_cors(app, settings.cors_origin_list)
     app.include_router(routes.table())
     mcp.mount(app, container)
     _add_openapi_route(app)
     return app
+
+
+def _add_cors(app: FastAPI, origins: list[str]) -> None:
+    """Opt-in (``FAMULUS_CORS_ORIGINS``): a page on another origin, such as Open
+    WebUI in a browser, may call the API with the key. No cookies are used, so
+    credentials stay off; outermost, so error answers carry the headers too."""
+    if not origins:
+        return
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=origins,
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        # Any request header: browser OpenAI SDKs add their own (x-stainless-*),
+        # and with a bearer key and no cookies a header grants nothing.
+        allow_headers=["*"],
+        expose_headers=["X-Famulus-Session", "X-Famulus-Run", "Retry-After"],
+        max_age=600,
+    )
 
 
 def _add_openapi_route(app: FastAPI) -> None:

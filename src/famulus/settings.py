@@ -10,6 +10,7 @@ the tests point at a fake. The old ``FAMULUS_DDG_BASE_URL`` is no longer read
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -18,6 +19,17 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+# A browser origin: scheme, host, optional port; nothing after it.
+_ORIGIN = re.compile(
+    r"^https?://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$",
+)
+
+
+def split_origins(value: str) -> list[str]:
+    """``FAMULUS_CORS_ORIGINS`` as a list (commas, blanks around them ignored)."""
+    return [o.strip() for o in value.split(",") if o.strip()]
 
 
 def _default_home() -> Path:
@@ -39,6 +51,10 @@ class Settings(BaseSettings):
     # X-Forwarded-For / X-Forwarded-Proto are believed. Unset: none are, so a
     # client cannot pick the address the auth throttle counts it under.
     trusted_proxies: str | None = None
+    # Browser origins (scheme://host[:port], comma-separated, or "*") allowed to
+    # call the API from another page, e.g. Open WebUI talking to /v1 directly.
+    # Empty: no CORS headers at all, so no other origin's page can read answers.
+    cors_origins: str = ""
 
     # Authentication throttling: failures per client address within the window.
     auth_max_failures: int = 10
@@ -132,6 +148,22 @@ class Settings(BaseSettings):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError("must be an IANA time zone name such as Europe/Berlin") from None
         return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        for origin in split_origins(value):
+            if origin != "*" and not _ORIGIN.match(origin):
+                raise ValueError(
+                    f"'{origin}' is not an origin; give scheme://host[:port] such as "
+                    "http://localhost:3000 (no path), comma-separated, or *"
+                )
+        return value
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """Lower-cased, as browsers send ``Origin``."""
+        return [o.lower() for o in split_origins(self.cors_origins)]
 
     @field_validator("log_level")
     @classmethod

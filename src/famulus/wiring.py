@@ -21,6 +21,7 @@ from typing import Any
 from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
+from famulus.channels.openai_compat.service import OpenAICompat
 from famulus.chat.context import ContextService
 from famulus.chat.manager import RunManager
 from famulus.chat.queue import QueueService
@@ -56,6 +57,7 @@ from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
 from famulus.store.mcp_servers import McpServerStore
 from famulus.store.notifiers import NotifierStore
+from famulus.store.openai_sessions import OpenAISessionStore
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Container:
     automations: AutomationService
     calendar_watcher: CalendarWatcher
     mcp_servers: McpRegistry
+    openai: OpenAICompat
 
     @property
     def settings(self) -> Settings:
@@ -155,6 +158,7 @@ def build_container(settings: Settings) -> Container:
         automations=automations,
         calendar_watcher=watcher,
         mcp_servers=mcp_servers,
+        openai=OpenAICompat(core, chat, OpenAISessionStore(core.db)),
     )
 
 

@@ -6,6 +6,7 @@ CREATE INDEX memory_access_owner ON memory_access_events (owner_type, owner_id);
 CREATE INDEX messages_session ON messages (session_id, id);
 CREATE INDEX notifier_deliveries_by_run ON notifier_deliveries (run_id);
 CREATE INDEX notifier_deliveries_due ON notifier_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+CREATE INDEX openai_sessions_by_session ON openai_sessions (session_id);
 CREATE INDEX pending_messages_session ON pending_messages (session_id, id);
 CREATE INDEX runs_session ON runs (session_id, started_at);
 CREATE INDEX runs_status ON runs (status);
@@ -38,6 +39,7 @@ CREATE TABLE observation_facts ( observation_id INTEGER NOT NULL REFERENCES obse
 CREATE TABLE observations ( id INTEGER PRIMARY KEY AUTOINCREMENT, summary TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, archived_at TEXT );
 CREATE VIRTUAL TABLE observations_fts USING fts5 ( summary, content = 'observations', content_rowid = 'id', tokenize = 'porter unicode61' );
 CREATE VIRTUAL TABLE observations_fts_instance USING fts5vocab (observations_fts, instance);
+CREATE TABLE openai_sessions ( client_key TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, created_at TEXT NOT NULL );
 CREATE TABLE pending_messages ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, run_id TEXT NOT NULL, content TEXT NOT NULL, images TEXT, client_id TEXT, created_at TEXT NOT NULL );
 CREATE TABLE profile_entries ( id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, summary TEXT NOT NULL, source_fact_ids TEXT NOT NULL DEFAULT '[]', source_observation_ids TEXT NOT NULL DEFAULT '[]', confidence REAL NOT NULL DEFAULT 0.8, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, archived_at TEXT );
 CREATE TABLE runs ( id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'cancelled', 'interrupted')), model_id TEXT, skip_approvals INTEGER NOT NULL DEFAULT 0, backgrounded INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0, error TEXT, started_at TEXT NOT NULL, finished_at TEXT );

@@ -58,10 +58,30 @@ _WITH_BODY = {
     "415": "The body was not sent as JSON.",
 }
 _PUBLIC = {"/health"}
+# /v1 answers errors in OpenAI's shape (api/openai_errors.py), a 422 as 400.
+OPENAI_PREFIX = "/v1/"
+OPENAI_ERROR_REF = {"$ref": "#/components/schemas/OpenAIError"}
+OPENAI_ERROR_SCHEMA: dict[str, Any] = {
+    "title": "OpenAIError",
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "code": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+        }
+    },
+}
 
 
-def _error(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": ERROR_REF}}}
+def _error(description: str, ref: dict[str, str] = ERROR_REF) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": ref}}}
 
 
 def describe_errors(doc: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +90,7 @@ def describe_errors(doc: dict[str, Any]) -> dict[str, Any]:
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas["Error"] = ERROR_SCHEMA
+    schemas["OpenAIError"] = OPENAI_ERROR_SCHEMA
     for path, operations in doc.get("paths", {}).items():
         for method, operation in operations.items():
             if not isinstance(operation, dict) or "responses" not in operation:
@@ -86,11 +107,17 @@ def _operation_errors(path: str, method: str, operation: dict[str, Any]) -> None
         wanted["404"] = "An id in the path, query or body names nothing that exists."
     if method.upper() in ("POST", "PUT", "PATCH", "DELETE"):
         wanted.update(_WITH_BODY)
+    ref = ERROR_REF
+    if path.startswith(OPENAI_PREFIX):
+        ref = OPENAI_ERROR_REF
+        responses.pop("422", None)
+        wanted.pop("422")
+        wanted["400"] = "The request does not validate, or its body is not valid JSON."
     for status, description in wanted.items():
         current = responses.get(status)
         text = current.get("description", description) if isinstance(current, dict) else description
         if status == "422" or current is None or "content" not in current:
-            responses[status] = _error(text if status != "422" else description)
+            responses[status] = _error(text if status != "422" else description, ref)
     for status, response in responses.items():  # statuses a route declared itself
         if status.startswith(("4", "5")) and isinstance(response, dict):
-            response.setdefault("content", {"application/json": {"schema": ERROR_REF}})
+            response.setdefault("content", {"application/json": {"schema": ref}})

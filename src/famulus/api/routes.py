@@ -25,6 +25,7 @@ from famulus.api import (
     memory_learning,
     memory_profile,
     notifiers,
+    openai_compat,
     providers,
     services,
     sessions,
@@ -54,6 +55,7 @@ PROTECTED: list[APIRouter] = [
     context.router,
     automations.router,
     mcp_servers.router,
+    openai_compat.router,
 ]
 
 

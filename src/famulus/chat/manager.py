@@ -55,6 +55,10 @@ class ChatInput:
     origin: str = "chat"
     read_only: bool = False
     automation_id: int | None = None
+    # Set by a client that cannot ask the person (the OpenAI-compatible API):
+    # a tool needing approval is refused with this text, nobody is asked, and
+    # no "the person declined" is learned (nobody did).
+    approval_refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ class RunManager:
             resolved=resolved,
             prompt=first.content(),
             skip_approvals=inp.skip_approvals,
+            approval_refusal=inp.approval_refusal,
             command=inp.message[:COMMAND_CHARS],
             scope=RunScope(
                 origin=inp.origin, read_only=inp.read_only, automation_id=inp.automation_id
@@ -259,12 +264,6 @@ class RunManager:
     async def answer(self, run_id: str, tool_id: str, approved: bool, result: str | None) -> None:
         await self._decide(run_id, tool_id, Decision(approved, result))
 
-    async def refuse(self, run_id: str, tool_id: str, refusal: str) -> None:
-        """Answer an approval request by a rule, not the person (a client that
-        cannot ask them, such as MCP): the model is told exactly ``refusal``,
-        and no ``approval_denied`` learning event is recorded."""
-        await self._decide(run_id, tool_id, Decision(False, refusal=refusal))
-
     async def _decide(self, run_id: str, tool_id: str, decision: Decision) -> None:
         run = await self._live_or_error(run_id)
         future = run.approvals.get(tool_id)
@@ -294,6 +293,7 @@ class RunManager:
                         left.images,
                         run.spec.skip_approvals,
                         left.client_id,
+                        approval_refusal=run.spec.approval_refusal,
                     )
                 )
                 if left.pending_id is not None:  # now in history through the new run

@@ -158,6 +158,9 @@ class Run:
             return Decision(False, refusal=scope.READ_ONLY_REFUSAL)
         if self.spec.skip_approvals:
             return Decision(True)
+        if self.spec.approval_refusal is not None:
+            # The client cannot ask anyone; like read-only, nobody declined.
+            return Decision(False, refusal=self.spec.approval_refusal)
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self.approvals[tool_id] = future
         try:

@@ -25,6 +25,7 @@ class RunSpec:
     skip_approvals: bool
     command: str  # the message as the person typed it, cut to COMMAND_CHARS
     scope: RunScope = field(default_factory=RunScope)
+    approval_refusal: str | None = None  # refuse approvals with this, asking nobody
 
     @property
     def query(self) -> str:

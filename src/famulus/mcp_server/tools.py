@@ -31,7 +31,7 @@ from famulus.automations.service import AutomationService
 from famulus.chat.follow import ask
 from famulus.chat.manager import ChatInput, RunManager
 from famulus.errors import FamulusError
-from famulus.events import Event, EventHub
+from famulus.events import EventHub
 from famulus.memory.service import MemoryService
 from famulus.sessions.service import SessionService
 from famulus.store.automations import AutomationRow
@@ -239,14 +239,13 @@ class FamulusTools:
         create_session). Actions that need the person's approval are refused
         unless skip_approvals is true."""
         session = await _famulus(self.sessions.current(session_id))
-        inp = ChatInput(message, session.session_id, skip_approvals=skip_approvals)
-
-        async def refuse(run_id: str, event: Event) -> None:
-            await self.chat_runs.refuse(run_id, event.data["tool_id"], NO_APPROVALS)
-
-        run_id, answer = await _famulus(
-            ask(self.events, self.chat_runs, inp, self.wait_s, on_approval=refuse)
+        inp = ChatInput(
+            message,
+            session.session_id,
+            skip_approvals=skip_approvals,
+            approval_refusal=None if skip_approvals else NO_APPROVALS,
         )
+        run_id, answer = await _famulus(ask(self.events, self.chat_runs, inp, self.wait_s))
         if answer.status != "ok":
             reason = answer.error or f"The run ended: {answer.status}."
             raise ToolError(f"{reason} (run {run_id} in session {session.session_id})")
