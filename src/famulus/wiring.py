@@ -21,6 +21,7 @@ from typing import Any
 from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
+from famulus.channels.telegram.channel import TelegramChannel
 from famulus.chat.context import ContextService
 from famulus.chat.manager import RunManager
 from famulus.chat.queue import QueueService
@@ -53,6 +54,7 @@ from famulus.store.calendar_fired import CalendarFiredStore
 from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
 from famulus.store.notifiers import NotifierStore
+from famulus.store.telegram import TelegramStore
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Container:
     queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
+    telegram: TelegramChannel
 
     @property
     def settings(self) -> Settings:
@@ -127,6 +130,7 @@ def build_container(settings: Settings) -> Container:
     watcher = CalendarWatcher(core, automations, CalendarFiredStore(core.db))
     hooks.on_start(watcher.start)  # after the automations it fires, stopped before them
     hooks.on_stop(watcher.stop)
+    telegram = _telegram(core, chat, llm)
     # After every area's drain hook, so their last events still reach clients.
     hooks.on_drain(core.events.close_all)
     return Container(
@@ -149,6 +153,7 @@ def build_container(settings: Settings) -> Container:
         queue=QueueService(core.sessions, chat.pending, core.events, chat.active),
         automations=automations,
         calendar_watcher=watcher,
+        telegram=telegram,
     )
 
 
@@ -228,6 +233,16 @@ def _automations(
     core.hooks.on_stop(service.stop)
     core.hooks.on_drain(service.close_listeners)
     return service
+
+
+def _telegram(core: Core, chat: RunManager, llm: LLMService) -> TelegramChannel:
+    """Two-way Telegram: polls while a bot token is connected, restarts when it changes."""
+    channel = TelegramChannel(core, chat, llm.services, TelegramStore(core.db))
+    llm.services.refused["telegram"] = channel.refused
+    llm.services.on_change.append(channel.service_changed)
+    core.hooks.on_start(channel.start)
+    core.hooks.on_stop(channel.stop)
+    return channel
 
 
 def _always(toolsets: list[Any]) -> ToolsetProvider:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends
 
 from famulus.api import (
     automations,
+    channels,
     chat,
     config,
     context,
@@ -52,6 +53,7 @@ PROTECTED: list[APIRouter] = [
     chat.router,
     context.router,
     automations.router,
+    channels.router,
 ]
 
 
