@@ -187,7 +187,7 @@ def test_streamed_answer_is_edited_in_place_as_html(
 ) -> None:
     pair(http, bot, 502)
     words = " ".join(f"w{i}" for i in range(24))
-    model.push(Turn(text=f"**Bold** and `a<b` then {words}", chunk_delay=0.1))
+    model.push(Turn(text=f"**Bold** and `a<b` then {words}", chunk_delay=0.07))
     bot.message(502, "stream please")
     shown = answered(bot, 502, f"Bold and a<b then {words}")
     assert shown.parse_mode == "HTML" and shown.edits >= 1
@@ -206,6 +206,27 @@ def test_a_long_answer_is_split(
     parts = bot.texts(503)[2:]
     assert len(parts) == 2 and all(len(p) <= 4096 for p in parts)
     assert " ".join(parts) == text
+
+
+def test_a_message_during_a_run_is_queued_and_answered_below_it(
+    http: httpx.Client, bot: FakeTelegram, model: ScriptedOpenAI
+) -> None:
+    pair(http, bot, 513)
+    model.push(
+        Turn(text="Looking.", tool_calls=[("current_time", {})], delay=1.0),
+        Turn(text="Answer to both."),
+    )
+    bot.message(513, "first")
+    bot.wait(lambda: model.requests)  # the run is waiting for the model
+    bot.message(513, "and second")
+    answered(bot, 513, "Answer to both.")
+    assert bot.texts(513)[2:] == [
+        "Noted — I'll take this in at my next step.",
+        "Looking.",
+        "Answer to both.",
+    ]
+    second = model.requests[1]["messages"]
+    assert any(m["role"] == "user" and m["content"] == "and second" for m in second)
 
 
 def test_new_and_sessions(http: httpx.Client, bot: FakeTelegram, model: ScriptedOpenAI) -> None:

@@ -215,8 +215,8 @@ class TelegramChannel:
             raise NotFound(f"No open pairing request with code '{normalize(code)[:16]}'.")
         log.info("telegram: chat %s approved", found.chat_id)
         conversations = self._conversations
-        if conversations is not None:
-            await conversations.say(found.chat_id, WELCOME)
+        if conversations is not None:  # best effort, and not while the owner waits
+            conversations.spawn(conversations.say(found.chat_id, WELCOME))
         return {"status": "approved", "chat_id": found.chat_id, "title": found.title}
 
     async def deny(self, code: str) -> None:

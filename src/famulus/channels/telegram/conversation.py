@@ -96,10 +96,12 @@ def compose(texts: list[str], live: str) -> str:
     return "\n\n".join(t for t in [*texts, live] if t.strip()).strip()
 
 
-def final_text(answer: Answer, live: str) -> str:
-    said = answer.text or live.strip()
+def final_text(answer: Answer, said: str, shown_before: bool) -> str:
+    """The last message's final text (empty: nothing more to show)."""
     if answer.status == "ok":
-        return said or "_(The run finished without a text answer.)_"
+        if said or shown_before:
+            return said
+        return "_(The run finished without a text answer.)_"
     if answer.status == "cancelled":
         return (said + "\n\n" if said else "") + "_Cancelled._"
     reason = answer.error or "The run ended before it finished."
@@ -202,20 +204,25 @@ class Conversations:
             return
         if followed.submitted.queued:
             # The run already followed answers it too; this follower only drains.
-            self._spawn(_drain(followed))
+            self.spawn(_drain(followed))
             await self.say(msg.chat_id, "Noted — I'll take this in at my next step.")
         else:
-            self._spawn(self._follow(msg.chat_id, followed))
+            self.spawn(self._follow(msg.chat_id, followed))
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Any) -> None:
+        """Run ``coro`` as a task this connection cancels when it closes."""
         task: asyncio.Task[None] = asyncio.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
     async def _follow(self, chat_id: int, followed: Followed) -> None:
-        """Render one run: streamed text, approval buttons, the final answer."""
+        """Render one run: streamed text, approval buttons, the final answer.
+        When a message queued into the run is taken in, the answer so far is
+        left as it is and what follows goes into a new message, below the one
+        it answers."""
         reply = Reply(self.api, chat_id, self.edit_interval_s)
-        answer, live = Answer(), ""
+        answer, live, shown = Answer(), "", False
+        texts: list[str] = []
         try:
             await self.api.send_typing(chat_id)
         except BotApiError:
@@ -226,13 +233,24 @@ class Conversations:
                 top = event.data.get("depth", 0) == 0
                 if event.type == "text_delta" and top:
                     live += str(event.data.get("content", ""))
-                    reply.update(compose(answer.texts, live))
+                    reply.update(compose(texts, live))
                 elif event.type == "text" and top:
+                    texts.append(str(event.data.get("content", "")))
                     live = ""
-                    reply.update(compose(answer.texts, live))
+                    reply.update(compose(texts, live))
+                elif event.type == "message_ingested" and compose(texts, live):
+                    await reply.finish(compose(texts, live))
+                    reply, texts, live, shown = (
+                        Reply(self.api, chat_id, self.edit_interval_s),
+                        [],
+                        "",
+                        True,
+                    )
                 elif event.type == "approval_needed":
                     await self._ask(chat_id, followed.run_id, event)
-            await reply.finish(final_text(answer, live))
+            final = final_text(answer, compose(texts, live), shown)
+            if final:
+                await reply.finish(final)
         except Exception:
             log.exception("telegram: following run %s failed", followed.run_id)
         finally:
