@@ -295,7 +295,7 @@ def test_approval_with_buttons(
     bot.press(506, asked.message_id, approve["callback_data"])
     answered(bot, 506, "Rule added.")
     assert rule in http.get("/directives").json()["content"]
-    assert bot.texts(506)[2] == "✅ Approved: update_directives"
+    bot.wait(lambda: bot.texts(506)[2] == "✅ Approved: update_directives")
     assert {"callback_query_id": bot.calls_of("answerCallbackQuery")[-1]["callback_query_id"],
             "text": "Approved"} == bot.calls_of("answerCallbackQuery")[-1]  # fmt: skip
     # Pressed again: the request is no longer open.

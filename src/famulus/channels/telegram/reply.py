@@ -35,6 +35,7 @@ class Reply:
         self._shown: list[str] = []  # what each message shows now
         self._next_at = 0.0
         self._timer: asyncio.Task[None] | None = None
+        self._sending = False  # the timer is sending (no longer just waiting for the rate)
         self._lock = asyncio.Lock()
 
     def update(self, text: str) -> None:
@@ -46,17 +47,24 @@ class Reply:
 
     async def _later(self, delay: float) -> None:
         await asyncio.sleep(delay)
+        self._sending = True
         try:
             await self._sync()
         except BotApiError as exc:
             # A live edit that failed is simply made again later.
             log.warning("telegram: a streamed edit failed: %s", exc)
             self._next_at = time.monotonic() + max(self.interval_s, exc.retry_after or 0.0)
+        finally:
+            self._sending = False
 
     async def finish(self, text: str) -> None:
         """Show the final ``text``; a rate limit is waited out a few times."""
         if self._timer is not None:
-            self._timer.cancel()
+            # Only a waiting update is called off: one already sending must
+            # finish, or the message it sends would not be known and a second
+            # one would be sent.
+            if not self._sending:
+                self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
         self.text = text
         for attempt in range(FINAL_TRIES):
