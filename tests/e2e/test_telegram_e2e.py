@@ -304,6 +304,22 @@ def test_approval_with_buttons(
     assert bot.calls_of("answerCallbackQuery")[-1]["text"] == "This request is no longer open."
 
 
+def test_an_approval_made_moot_loses_its_buttons(
+    http: httpx.Client, bot: FakeTelegram, model: ScriptedOpenAI
+) -> None:
+    pair(http, bot, 514)
+    model.push(Turn(tool_calls=[("update_directives", {"mode": "append", "text": "Never."})]))
+    bot.message(514, "add a rule")
+    asked = bot.wait_text(514, "May I use update_directives?")
+    bot.message(514, "/cancel")
+    bot.wait(lambda: bot.chat_messages(514)[2].buttons is None)
+    assert bot.texts(514)[2] == "No longer needed: update_directives"
+    assert "Never." not in http.get("/directives").json()["content"]
+    bot.press(514, asked.message_id, "ap:gone:y")
+    bot.wait(lambda: bot.calls_of("answerCallbackQuery")[-1]["text"] != "Approved")
+    assert bot.calls_of("answerCallbackQuery")[-1]["text"] == "This request is no longer open."
+
+
 def test_a_photo_becomes_an_image(
     http: httpx.Client, bot: FakeTelegram, model: ScriptedOpenAI
 ) -> None:

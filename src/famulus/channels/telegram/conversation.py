@@ -45,7 +45,7 @@ HELP = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Waiting:
     """An approval asked for with buttons; the button names it by a short key."""
 
@@ -53,6 +53,7 @@ class Waiting:
     tool_id: str
     chat_id: int
     name: str
+    message_id: int | None = None  # None until the question is sent
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,8 @@ class Conversations:
                     )
                 elif event.type == "approval_needed":
                     await self._ask(chat_id, followed.run_id, event)
+                elif event.type == "tool_result":
+                    await self._settled(followed.run_id, str(event.data.get("tool_id")))
             final = final_text(answer, compose(texts, live), shown)
             if final:
                 await reply.finish(final)
@@ -255,14 +258,13 @@ class Conversations:
             log.exception("telegram: following run %s failed", followed.run_id)
         finally:
             await reply.close()
-            self.waiting = {k: w for k, w in self.waiting.items() if w.run_id != followed.run_id}
+            await self._settled(followed.run_id, None)
 
     # -- approvals -------------------------------------------------------------
 
     async def _ask(self, chat_id: int, run_id: str, event: Event) -> None:
         key = secrets.token_hex(4)
         name = str(event.data.get("name", "a tool"))
-        self.waiting[key] = Waiting(run_id, str(event.data.get("tool_id")), chat_id, name)
         args = json.dumps(event.data.get("args") or {}, ensure_ascii=False, indent=1)
         if len(args) > ARGS_SHOWN:
             args = args[:ARGS_SHOWN] + "…"
@@ -277,10 +279,32 @@ class Conversations:
                 {"text": "Deny", "callback_data": f"ap:{key}:n"},
             ]
         ]
+        # Known before it is sent: the press may be read before the send returns.
+        waiting = Waiting(run_id, str(event.data.get("tool_id")), chat_id, name)
+        self.waiting[key] = waiting
         try:
-            await self.api.send_message(chat_id, text, html=True, buttons=buttons)
+            waiting.message_id = await self.api.send_message(
+                chat_id, text, html=True, buttons=buttons
+            )
         except BotApiError as exc:
             log.warning("telegram: could not ask chat %s for an approval: %s", chat_id, exc)
+            self.waiting.pop(key, None)
+
+    async def _settled(self, run_id: str, tool_id: str | None) -> None:
+        """Approvals of the run (of ``tool_id``, or all) that were answered
+        elsewhere (the web client) or that the run's end made moot: their
+        buttons are taken away."""
+        for key, w in list(self.waiting.items()):
+            if w.run_id != run_id or tool_id not in (None, w.tool_id):
+                continue
+            del self.waiting[key]
+            if w.message_id is None:
+                continue
+            how = "Answered elsewhere" if tool_id is not None else "No longer needed"
+            try:
+                await self.api.edit_message(w.chat_id, w.message_id, f"{how}: {w.name}")
+            except BotApiError as exc:
+                log.warning("telegram: could not update an approval request: %s", exc)
 
     async def _button(self, query: dict[str, Any]) -> None:
         message = query.get("message") or {}
