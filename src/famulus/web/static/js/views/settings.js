@@ -448,7 +448,7 @@ async function loadTelegram(ctx, env) {
   const state = await ctx.api.get("/channels/telegram");
   const refresh = h("button", { type: "button", class: "telegram-refresh" }, "Refresh");
   refresh.addEventListener("click", () => env.telegramChanged());
-  const head = h("div", { class: "provider-head telegram-state" }, h("strong", {}, "Bot"), telegramBadge(state),
+  const head = h("div", { class: "telegram-state" }, h("strong", {}, "Bot"), telegramBadge(state),
     state.bot_username ? h("code", {}, `@${state.bot_username}`) : null, refresh);
   const reason = state.reason ? h("p", { class: "error telegram-reason" }, state.reason) : null;
   // The channel restarts in the background after a token is connected.
