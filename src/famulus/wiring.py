@@ -22,6 +22,7 @@ from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
 from famulus.channels.openai_compat.service import OpenAICompat
+from famulus.channels.telegram.channel import TelegramChannel
 from famulus.chat.context import ContextService
 from famulus.chat.manager import RunManager
 from famulus.chat.queue import QueueService
@@ -58,6 +59,7 @@ from famulus.store.llm import CustomModelStore
 from famulus.store.mcp_servers import McpServerStore
 from famulus.store.notifiers import NotifierStore
 from famulus.store.openai_sessions import OpenAISessionStore
+from famulus.store.telegram import TelegramStore
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Container:
     calendar_watcher: CalendarWatcher
     mcp_servers: McpRegistry
     openai: OpenAICompat
+    telegram: TelegramChannel
 
     @property
     def settings(self) -> Settings:
@@ -135,6 +138,7 @@ def build_container(settings: Settings) -> Container:
     watcher = CalendarWatcher(core, automations, CalendarFiredStore(core.db))
     hooks.on_start(watcher.start)  # after the automations it fires, stopped before them
     hooks.on_stop(watcher.stop)
+    telegram = _telegram(core, chat, llm)
     # After every area's drain hook, so their last events still reach clients.
     hooks.on_drain(core.events.close_all)
     return Container(
@@ -159,6 +163,7 @@ def build_container(settings: Settings) -> Container:
         calendar_watcher=watcher,
         mcp_servers=mcp_servers,
         openai=OpenAICompat(core, chat, OpenAISessionStore(core.db)),
+        telegram=telegram,
     )
 
 
@@ -249,6 +254,16 @@ def _mcp_servers(core: Core, secrets: SecretsStore) -> McpRegistry:
     core.hooks.toolsets(registry.toolsets)
     core.hooks.on_stop(registry.stop)
     return registry
+
+
+def _telegram(core: Core, chat: RunManager, llm: LLMService) -> TelegramChannel:
+    """Two-way Telegram: polls while a bot token is connected, restarts when it changes."""
+    channel = TelegramChannel(core, chat, llm.services, TelegramStore(core.db))
+    llm.services.refused["telegram"] = channel.refused
+    llm.services.on_change.append(channel.service_changed)
+    core.hooks.on_start(channel.start)
+    core.hooks.on_stop(channel.stop)
+    return channel
 
 
 def _always(toolsets: list[Any]) -> ToolsetProvider:

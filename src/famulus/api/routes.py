@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends
 
 from famulus.api import (
     automations,
+    channels,
     chat,
     config,
     context,
@@ -56,6 +57,7 @@ PROTECTED: list[APIRouter] = [
     automations.router,
     mcp_servers.router,
     openai_compat.router,
+    channels.router,
 ]
 
 

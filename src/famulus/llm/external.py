@@ -7,6 +7,7 @@ and is only ever shown as a masked hint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,12 @@ class ExternalServices:
     def __init__(self, settings: Settings, credentials: Credentials) -> None:
         self.settings = settings
         self.credentials = credentials
+        # Per service: whether its stored key is known to be refused now (the
+        # Telegram channel reports a token Telegram stopped accepting). Such a
+        # service is listed as not connected, though its key is still stored.
+        self.refused: dict[str, Callable[[], bool]] = {}
+        # Called with the service id after its key is connected or forgotten.
+        self.on_change: list[Callable[[str], None]] = []
 
     def _info(self, service: str) -> ServiceInfo:
         info = _BY_ID.get(service)
@@ -52,7 +59,8 @@ class ExternalServices:
         return self.credentials.key("service", service, info.env_vars)
 
     def connected(self, service: str) -> bool:
-        return self.credential(service) is not None
+        refused = self.refused.get(service)
+        return self.credential(service) is not None and not (refused is not None and refused())
 
     def list_all(self) -> list[dict[str, Any]]:
         out = []
@@ -62,7 +70,7 @@ class ExternalServices:
                 {
                     "id": info.id,
                     "name": info.name,
-                    "connected": key is not None,
+                    "connected": self.connected(info.id),
                     "key_hint": key_hint(key),
                     "from_env": self.credentials.env_key(info.env_vars) is not None,
                 }
@@ -76,10 +84,16 @@ class ExternalServices:
             raise InvalidRequest("api_key: must not be empty.")
         await self._check(info, key)
         self.credentials.store("service", service, key)
+        self._changed(service)
 
     def disconnect(self, service: str) -> None:
         self._info(service)
         self.credentials.forget("service", service)
+        self._changed(service)
+
+    def _changed(self, service: str) -> None:
+        for listener in self.on_change:
+            listener(service)
 
     async def verify(self, service: str) -> bool:
         """Check the key in use (stored or from the environment) with the service now;

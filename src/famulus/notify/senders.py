@@ -75,7 +75,7 @@ async def send_telegram(base_url: str, token: str | None, chat_id: str, text: st
                     raise DeliveryError(
                         f"Telegram refused the message{which}: {reason}.",
                         http_retryable(r.status_code),
-                        retry_after(r) or _telegram_retry_after(r),
+                        retry_after(r) or telegram_retry_after(r),
                     )
     except httpx.HTTPError as exc:
         raise DeliveryError(
@@ -187,7 +187,7 @@ def _smtp_send(settings: Settings, msg: EmailMessage) -> None:
         smtp.send_message(msg)
 
 
-def _telegram_retry_after(response: httpx.Response) -> float | None:
+def telegram_retry_after(response: httpx.Response) -> float | None:
     """Telegram's 429 says how long to wait in ``parameters.retry_after``."""
     try:
         value = response.json().get("parameters", {}).get("retry_after")

@@ -1,7 +1,9 @@
 // The settings view: model providers (a key, or the openai-codex sign-in that
 // opens the provider's page and polls until connected), custom models, the four
 // model roles (chat, research, memory; the embedding model with its re-index
-// progress), integrations, services, notifiers (with Test) and the directives.
+// progress), integrations, services, the Telegram chats allowed to talk to the
+// agent (pairing requests to approve or deny), notifiers (with Test) and the
+// directives.
 // Each section loads and fails on its own, so one broken endpoint leaves the
 // rest usable.
 import { h, clear, when, confirmDialog } from "../dom.js";
@@ -423,6 +425,78 @@ async function loadServices(ctx, env) {
   }))];
 }
 
+// -- telegram --------------------------------------------------------------------
+
+const TELEGRAM_STATUS = {
+  stopped: ["status-muted", "not connected"],
+  starting: ["status-running", "starting"],
+  polling: ["status-ok", "listening"],
+  retrying: ["status-running", "retrying"],
+  error: ["status-error", "error"],
+};
+
+function telegramBadge(state) {
+  const [cls, text] = TELEGRAM_STATUS[state.status] || ["status-muted", state.status];
+  return h("span", { class: `badge ${cls}` }, text);
+}
+
+function localTime(iso) {
+  return new Date(iso).toLocaleString();
+}
+
+async function loadTelegram(ctx, env) {
+  const state = await ctx.api.get("/channels/telegram");
+  const refresh = h("button", { type: "button", class: "telegram-refresh" }, "Refresh");
+  refresh.addEventListener("click", () => env.telegramChanged());
+  const head = h("div", { class: "telegram-state" }, h("strong", {}, "Bot"), telegramBadge(state),
+    state.bot_username ? h("code", {}, `@${state.bot_username}`) : null, refresh);
+  const reason = state.reason ? h("p", { class: "error telegram-reason" }, state.reason) : null;
+  // The channel restarts in the background after a token is connected.
+  if (state.status === "starting") env.poll(async () => { await env.telegramChanged(); return false; });
+
+  const act = async (button, fn, okText) => {
+    const r = await busy(ctx, button, fn, okText);
+    if (r.ok) await env.telegramChanged();
+  };
+  const pending = state.pairings.length
+    ? h("ul", { class: "service-list telegram-pairings" }, ...state.pairings.map((p) => {
+      const yes = h("button", { type: "button", class: "primary telegram-approve" }, "Approve");
+      const no = h("button", { type: "button", class: "telegram-deny" }, "Deny");
+      yes.addEventListener("click", () => act(yes, () => ctx.api.post("/channels/telegram/pairings", { code: p.code }),
+        `${p.title} may now talk to famulus.`));
+      no.addEventListener("click", () => act(no, () => ctx.api.del(`/channels/telegram/pairings/${encodeURIComponent(p.code)}`),
+        `Request of ${p.title} denied.`));
+      return h("li", { class: "service telegram-pairing", dataset: { code: p.code } },
+        h("strong", {}, p.title), h("code", {}, p.code),
+        h("span", { class: "muted" }, `chat ${p.chat_id}, until ${localTime(p.expires_at)}`), yes, no);
+    }))
+    : h("p", { class: "muted telegram-no-pairings" }, "No one is asking for access.");
+
+  const code = input({ type: "text", name: "code", autocomplete: "off", class: "telegram-code",
+    placeholder: "Pairing code", maxlength: 32 });
+  const approve = h("button", { type: "submit", class: "primary" }, "Approve code");
+  const form = h("form", { class: "inline-form telegram-code-form" }, code, approve);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!code.value.trim()) return;
+    await act(approve, () => ctx.api.post("/channels/telegram/pairings", { code: code.value.trim() }), "Chat approved.");
+  });
+
+  const chats = state.chats.length
+    ? h("ul", { class: "service-list telegram-chats" }, ...state.chats.map((c) => {
+      const out = h("button", { type: "button", class: "telegram-remove" }, "Remove");
+      out.addEventListener("click", async () => {
+        if (!(await confirmDialog(`Stop serving ${c.title} on Telegram?`))) return;
+        await act(out, () => ctx.api.del(`/channels/telegram/chats/${c.chat_id}`), `${c.title} removed.`);
+      });
+      return h("li", { class: "service telegram-chat", dataset: { chat: String(c.chat_id) } },
+        h("strong", {}, c.title), h("span", { class: "muted" }, `chat ${c.chat_id}`), out);
+    }))
+    : h("p", { class: "muted" }, "No chat is allowed yet.");
+
+  return [head, reason, h("h4", {}, "Asking for access"), pending, form, h("h4", {}, "Allowed chats"), chats];
+}
+
 // -- notifiers -------------------------------------------------------------------
 
 /** Inputs for one notifier type's fields; returns {el, read()}. */
@@ -564,7 +638,8 @@ async function mount(root, ctx) {
     rolesChanged: async () => { await roles.reload(); },
     embeddingDone: async () => { await Promise.all([embedding.reload(), integrations.reload()]); },
     integrationsChanged: async () => { await integrations.reload(); },
-    servicesChanged: async () => { await Promise.all([services.reload(), integrations.reload()]); },
+    servicesChanged: async () => { await Promise.all([services.reload(), integrations.reload(), telegram.reload()]); },
+    telegramChanged: async () => { await telegram.reload(); },
     notifiersChanged: async () => { await notifiers.reload(); },
   };
   const providers = section("providers", "Model providers",
@@ -577,13 +652,16 @@ async function mount(root, ctx) {
     "Turns memory into vectors for recall. Changing it re-embeds everything in the background.",
     () => loadEmbedding(ctx, env));
   const integrations = section("integrations", "Integrations", null, () => loadIntegrations(ctx, env));
-  const services = section("services", "Services", "Keyed web search (Exa) and the Telegram bot for notifiers.",
+  const services = section("services", "Services", "Keyed web search (Exa) and the Telegram bot (for notifiers and chatting).",
     () => loadServices(ctx, env));
+  const telegram = section("telegram", "Telegram",
+    "Who may talk to famulus through the Telegram bot. A stranger who writes to the bot gets a code; approve it here.",
+    () => loadTelegram(ctx, env));
   const notifiers = section("notifiers", "Notifiers", "Where automations send their results.",
     () => loadNotifiers(ctx, env));
   const directives = section("directives", "Directives",
     "Standing instructions the agent follows in every conversation.", () => loadDirectives(ctx));
-  const all = [providers, custom, roles, embedding, integrations, services, notifiers, directives];
+  const all = [providers, custom, roles, embedding, integrations, services, telegram, notifiers, directives];
   const nav = h("nav", { class: "settings-nav" }, ...all.map((s) => {
     const title = s.el.querySelector("h3").textContent;
     return h("button", { type: "button", class: "link", on: { click: () => s.el.scrollIntoView({ block: "start" }) } },
