@@ -14,12 +14,13 @@ events over; ``answer`` texts are collected by ``Answer``.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from famulus.chat.manager import ChatInput, RunManager, Submitted
-from famulus.events import CLOSED, Event, EventHub
+from famulus.events import CLOSED, Event, EventHub, Subscription
 
 TERMINAL = ("run_finished", "run_error", "run_cancelled")
 
@@ -52,16 +53,28 @@ class Answer:
             self.status = "cancelled"
 
 
+LEFTOVER_WAIT_S = 30.0
+"""How long a queued message's follower waits, after the run it was queued
+into ends without taking it in, for the new run that answers it (the manager
+starts that run right after the old one's end; this only bounds a message that
+never gets one, e.g. after a cancel)."""
+
+
 class Followed:
-    """A submitted message and the stream of its run's events."""
+    """A submitted message and the stream of the events of the run that answers it.
 
-    def __init__(self, submitted: Submitted, events: AsyncIterator[Event]) -> None:
+    A message queued into a running run is usually taken in at its next turn
+    boundary (``message_ingested``); one that arrives after the last boundary is
+    answered by a new run the manager starts when the old one ends. The events
+    then go on with that run's (its ``run_started`` carries the message's
+    ``client_id``), and ``run_id`` names it from there on.
+    """
+
+    def __init__(self, submitted: Submitted, client_id: str) -> None:
         self.submitted = submitted
-        self.events = events
-
-    @property
-    def run_id(self) -> str:
-        return self.submitted.run_id
+        self.client_id = client_id
+        self.run_id = submitted.run_id
+        self.events: AsyncIterator[Event] = _nothing()
 
 
 async def follow(events: EventHub, chat: RunManager, inp: ChatInput) -> Followed:
@@ -71,28 +84,58 @@ async def follow(events: EventHub, chat: RunManager, inp: ChatInput) -> Followed
     Raises what ``RunManager.submit`` raises (unknown session, no model, …)
     before anything is followed.
     """
+    if inp.client_id is None:  # how a queued message is recognised when taken in
+        inp = replace(inp, client_id="f-" + secrets.token_hex(8))
     sub = events.subscribe(inp.session_id)
     try:
         submitted = await chat.submit(inp)
     except BaseException:
         events.unsubscribe(inp.session_id, sub)
         raise
-    return Followed(submitted, _events_of(events, inp.session_id, sub, submitted.run_id))
+    followed = Followed(submitted, inp.client_id or "")
+    followed.events = _events_of(events, inp.session_id, sub, followed)
+    return followed
 
 
-async def _events_of(hub: EventHub, session_id: str, sub: Any, run_id: str) -> AsyncIterator[Event]:
+async def _nothing() -> AsyncIterator[Event]:
+    return
+    yield  # pragma: no cover - makes this an async generator
+
+
+async def _events_of(
+    hub: EventHub, session_id: str, sub: Subscription, followed: Followed
+) -> AsyncIterator[Event]:
+    taken_in = not followed.submitted.queued
     try:
         while True:
-            event: Event = await sub.queue.get()
-            if event.type == CLOSED:
+            event = await _next(sub, None if taken_in or followed.run_id else LEFTOVER_WAIT_S)
+            if event is None or event.type == CLOSED:
                 return
-            if event.data.get("run_id") not in (None, run_id):
+            mine = event.data.get("client_id") == followed.client_id
+            if event.type == "run_started" and mine and not taken_in:
+                followed.run_id, taken_in = str(event.data["run_id"]), True
+            if event.data.get("run_id") not in (None, followed.run_id):
                 continue
+            if event.type == "message_ingested" and mine:
+                taken_in = True
             yield event
-            if event.type in TERMINAL and event.data.get("run_id") == run_id:
+            if event.type == "message_withdrawn" and mine:
                 return
+            if event.type in TERMINAL and event.data.get("run_id") == followed.run_id:
+                if taken_in:
+                    return
+                followed.run_id = ""  # wait for the run that answers the message
     finally:
         hub.unsubscribe(session_id, sub)
+
+
+async def _next(sub: Subscription, timeout_s: float | None) -> Event | None:
+    if timeout_s is None:
+        return await sub.queue.get()
+    try:
+        return await asyncio.wait_for(sub.queue.get(), timeout_s)
+    except TimeoutError:
+        return None
 
 
 async def ask(

@@ -92,6 +92,7 @@ class RunRecorder:
             session_id=spec.session_id,
             session_name=spec.session_name,
             skip_approvals=spec.skip_approvals,
+            **({"client_id": client_id} if client_id else {}),
         )
 
     async def ended(

@@ -204,8 +204,7 @@ class Conversations:
             await self.say(msg.chat_id, exc.detail)
             return
         if followed.submitted.queued:
-            # The run already followed answers it too; this follower only drains.
-            self.spawn(_drain(followed))
+            self.spawn(self._follow_left_over(msg.chat_id, followed))
             await self.say(msg.chat_id, "Noted — I'll take this in at my next step.")
         else:
             self.spawn(self._follow(msg.chat_id, followed))
@@ -215,6 +214,16 @@ class Conversations:
         task: asyncio.Task[None] = asyncio.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    async def _follow_left_over(self, chat_id: int, followed: Followed) -> None:
+        """A queued message: the run it was queued into is drawn by that run's own
+        follower, which also shows the answer when the run takes the message in.
+        If the run ends first, a new run answers it; draw that one."""
+        first = followed.run_id
+        async for _event in followed.events:
+            if followed.run_id not in (first, ""):
+                await self._follow(chat_id, followed)
+                return
 
     async def _follow(self, chat_id: int, followed: Followed) -> None:
         """Render one run: streamed text, approval buttons, the final answer.
@@ -417,8 +426,3 @@ class Conversations:
             except FamulusError:
                 stopped = None
         await self.say(row.chat_id, "Cancelled." if stopped else "Nothing is running.")
-
-
-async def _drain(followed: Followed) -> None:
-    async for _ in followed.events:
-        pass
