@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from famulus.agent.clock import zone_name
 from famulus.automations import runner
-from famulus.automations.triggers import next_fire, validate_trigger
+from famulus.automations.triggers import is_once, next_fire, validate_trigger
 from famulus.chat.manager import RunManager
 from famulus.chat.ports import ChatMemory
 from famulus.core import Core
@@ -63,10 +63,10 @@ class AutomationService:
     # -- CRUD ----------------------------------------------------------------
 
     async def create(self, fields: dict[str, Any]) -> AutomationRow:
-        fields["trigger"] = validate_trigger(fields["trigger"])
+        now = utcnow()
+        fields["trigger"] = validate_trigger(fields["trigger"], self.zone, now)
         await self._check_notifiers(fields.get("notifiers") or [])
         enabled = fields.get("enabled", True)
-        now = utcnow()
         fields["next_run_at"] = self._next(fields["trigger"], now) if enabled else None
         fields["enabled_at"] = iso(now) if enabled else None
         return await self.store.create(fields)
@@ -91,13 +91,14 @@ class AutomationService:
         ``next_run_at`` is null while disabled; it is recomputed from now when
         the trigger changes (while enabled) or the automation is enabled.
         Those two moments also set ``enabled_at``: calendar triggers only fire
-        for events starting from then on."""
+        for events starting from then on. A one-shot automation whose time
+        has passed cannot be enabled again without a new time."""
         row = await self.get(automation_id)
         if not fields:
             return row
         fields = dict(fields)
         if "trigger" in fields:
-            fields["trigger"] = validate_trigger(fields["trigger"])
+            fields["trigger"] = validate_trigger(fields["trigger"], self.zone, utcnow())
         if "notifiers" in fields:
             await self._check_notifiers(fields["notifiers"])
         enabled = fields.get("enabled", row.enabled)
@@ -106,8 +107,15 @@ class AutomationService:
             fields["enabled_at"] = None
         elif "trigger" in fields or not row.enabled:
             now = utcnow()
-            fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), now)
+            trigger = fields.get("trigger", row.trigger)
+            fields["next_run_at"] = self._next(trigger, now)
             fields["enabled_at"] = iso(now)
+            if is_once(trigger) and fields["next_run_at"] is None:
+                raise InvalidRequest(
+                    f"This one-shot automation's time ({trigger['once']}) has passed;"
+                    " give it a new trigger to enable it again.",
+                    loc=["body", "enabled"],
+                )
         updated = await self.store.update(automation_id, fields)
         if updated is None:  # deleted by a request that ran in between
             raise NotFound(f"No automation with id {automation_id}.")
@@ -301,6 +309,14 @@ class AutomationService:
         fire = next_fire(trigger, after, self.zone)
         return iso(fire) if fire else None
 
+    def _after_fire(self, row: AutomationRow, now: datetime) -> dict[str, Any]:
+        """What changes when the scheduler starts ``row``: the next slot; a
+        one-shot is switched off at that moment, so no restart (not even
+        after a crash mid-run) runs it twice."""
+        if is_once(row.trigger):
+            return {"next_run_at": None, "enabled": False, "enabled_at": None}
+        return {"next_run_at": self._next(row.trigger, now)}
+
     async def tick(self) -> None:
         now = utcnow()
         for row in await self.store.all():
@@ -309,9 +325,7 @@ class AutomationService:
             if row.trigger.get("type") == "event":
                 continue  # the calendar watcher fires these; next_run_at only informs
             if parse_iso(row.next_run_at) <= now:
-                await self.store.update(
-                    row.id, {"next_run_at": self._next(row.trigger, now)}, touch=False
-                )
+                await self.store.update(row.id, self._after_fire(row, now), touch=False)
                 await self._launch(row)
 
     async def start(self) -> None:
