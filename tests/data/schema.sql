@@ -12,7 +12,7 @@ CREATE INDEX runs_status ON runs (status);
 CREATE INDEX sessions_activity ON sessions (archived_at, last_activity DESC);
 CREATE INDEX sessions_origin_activity ON sessions (origin, archived_at, last_activity DESC);
 CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
-CREATE TABLE automation_runs ( id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, run_id TEXT, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, result TEXT );
+CREATE TABLE automation_runs ( id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, run_id TEXT, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, result TEXT , fired_by TEXT, session_id TEXT, usage TEXT);
 CREATE TABLE automations ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, description TEXT NOT NULL, trigger TEXT NOT NULL, notifiers TEXT NOT NULL DEFAULT '[]', enabled INTEGER NOT NULL DEFAULT 1, writable INTEGER NOT NULL DEFAULT 0, session_id TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_run_at TEXT, next_run_at TEXT, last_result TEXT, last_status TEXT , enabled_at TEXT);
 CREATE TABLE calendar_fired ( automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, event_uid TEXT NOT NULL, event_start TEXT NOT NULL, fired_at TEXT NOT NULL, PRIMARY KEY (automation_id, event_uid, event_start) );
 CREATE TABLE dreams ( id INTEGER PRIMARY KEY AUTOINCREMENT, bridge TEXT NOT NULL, insight TEXT NOT NULL, source_fact_ids TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL );

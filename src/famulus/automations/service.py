@@ -35,6 +35,8 @@ FEED_CLOSED: dict[str, Any] = {"type": "closed"}
 TICK_S = 5.0
 # How long deleting an automation waits for its run to wind down.
 CANCEL_WAIT_S = 10.0
+# What started a run (``fired_by`` in the run history).
+SCHEDULE, CATCH_UP, CALENDAR, MANUAL = "schedule", "catch_up", "calendar", "manual"
 
 
 class AutomationService:
@@ -59,6 +61,8 @@ class AutomationService:
         self._starting: set[int] = set()
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self._loop: asyncio.Task[None] | None = None
+        # Slots due before this moment were missed while the server was down.
+        self.started_at = utcnow()
 
     # -- CRUD ----------------------------------------------------------------
 
@@ -162,7 +166,7 @@ class AutomationService:
         row = await self.get(automation_id)
         if self.is_running(automation_id):
             raise Conflict(f"Automation {automation_id} is already running.")
-        return await self._launch(row)
+        return await self._launch(row, MANUAL)
 
     async def wait_run(
         self, automation_id: int, run_row: int, timeout_s: float
@@ -180,12 +184,12 @@ class AutomationService:
         triggers add the event); None when the automation is already running."""
         if self.is_running(row.id):
             return None
-        return await self._launch(row, task)
+        return await self._launch(row, CALENDAR, task)
 
-    async def _launch(self, row: AutomationRow, task: str | None = None) -> int:
+    async def _launch(self, row: AutomationRow, fired_by: str, task: str | None = None) -> int:
         self._starting.add(row.id)
         try:
-            run_row = await self.store.start_run(row.id, now_iso())
+            run_row = await self.store.start_run(row.id, now_iso(), fired_by)
             self.running[row.id] = asyncio.create_task(
                 self._run(row, run_row, task or row.description)
             )
@@ -202,6 +206,7 @@ class AutomationService:
         recorded, status, result = False, "cancelled", "Cancelled."
         try:
             session_id = await self._session(row)
+            await self.store.run_in_session(run_row, session_id)
             outcome = await runner.execute(
                 self.c.events, self.chat, session_id, task, row.writable, row.id
             )
@@ -209,7 +214,12 @@ class AutomationService:
             current = await self.store.get(row.id)  # notifiers may have changed meanwhile
             names = current.notifiers if current is not None else row.notifiers
             ids = await self.store.finish_run(
-                run_row, outcome.status, outcome.result, outcome.run_id, (row.id, names, title)
+                run_row,
+                outcome.status,
+                outcome.result,
+                outcome.run_id,
+                (row.id, names, title),
+                outcome.usage,
             )
             recorded, status, result = True, outcome.status, outcome.result
             await self._first_tries(ids)
@@ -269,11 +279,15 @@ class AutomationService:
         )
 
     async def runs_with_deliveries(
-        self, automation_id: int
+        self, automation_id: int, limit: int = 20, offset: int = 0
     ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
-        runs = await self.store.runs(automation_id)
+        """A page of the automation's runs, newest first, each with its deliveries."""
+        runs = await self.store.runs(automation_id, limit, offset)
         found = await self.deliveries.of_runs([r.id for r in runs])
         return [(r, found.get(r.id, [])) for r in runs]
+
+    async def run_count(self, automation_id: int) -> int:
+        return await self.store.count_runs(automation_id)
 
     async def _session(self, row: AutomationRow) -> str:
         """The automation's own session, reused across runs; a new one on the
@@ -324,11 +338,13 @@ class AutomationService:
                 continue
             if row.trigger.get("type") == "event":
                 continue  # the calendar watcher fires these; next_run_at only informs
-            if parse_iso(row.next_run_at) <= now:
+            slot = parse_iso(row.next_run_at)
+            if slot <= now:
                 await self.store.update(row.id, self._after_fire(row, now), touch=False)
-                await self._launch(row)
+                await self._launch(row, CATCH_UP if slot < self.started_at else SCHEDULE)
 
     async def start(self) -> None:
+        self.started_at = utcnow()
         await self.store.interrupt_running()
         self._loop = asyncio.create_task(self._scheduler())
 
