@@ -117,7 +117,7 @@ def build_container(settings: Settings) -> Container:
     services = SkillServices(registry, installer, llm_admin, sandbox, core.kv)
     skill_tools = skill_toolset(SkillTools(services))
     hooks.toolsets(_always([skill_tools]))
-    notifiers, deliveries = _notify(core, llm)
+    notifiers, deliveries = _notify(core, llm, secrets)
     web = WebService(core, llm)
     hooks.toolsets(web_tools.provider(web))
     hooks.toolsets(calendar_tools.provider(core))
@@ -190,9 +190,11 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
     return facade
 
 
-def _notify(core: Core, llm: LLMService) -> tuple[NotifierService, DeliveryQueue]:
+def _notify(
+    core: Core, llm: LLMService, secrets: SecretsStore
+) -> tuple[NotifierService, DeliveryQueue]:
     settings = core.settings
-    service = NotifierService(settings, NotifierStore(core.db), llm)
+    service = NotifierService(settings, NotifierStore(core.db), llm, secrets)
     policy = policy_from(settings.notify_retry_delays_s, settings.notify_retry_after_max_s)
     queue = DeliveryQueue(DeliveryStore(core.db), service.send, policy)
     core.hooks.on_start(queue.start)

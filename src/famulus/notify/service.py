@@ -6,9 +6,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from famulus.errors import Conflict, InvalidRequest, NotFound
-from famulus.notify import senders
-from famulus.notify.types import validate_config
+from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
+from famulus.notify import apprise_url, senders
+from famulus.notify.types import SECRET_FIELDS, validate_config
+from famulus.secrets import SecretsStore
 from famulus.settings import Settings
 from famulus.store.notifiers import NotifierRow, NotifierStore
 
@@ -21,11 +22,27 @@ class Credentials(Protocol):
     async def service_credential(self, service: str) -> str | None: ...
 
 
+def _secret_name(notifier: str) -> str:
+    return f"notifier:{notifier}"
+
+
 class NotifierService:
-    def __init__(self, settings: Settings, store: NotifierStore, credentials: Credentials) -> None:
+    """Notifier configs live in SQLite, except their secret fields (an apprise
+    URL embeds tokens): those go to the secrets file under
+    ``notifier:<name>`` and the stored config shows ``<field>_hint`` instead,
+    so no API answer ever carries them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: NotifierStore,
+        credentials: Credentials,
+        secrets: SecretsStore,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.credentials = credentials  # the stored Telegram bot token
+        self.secrets = secrets
         # Before a delete: name → the automations that still send to it.
         self.in_use_checks: list[Callable[[str], Awaitable[list[str]]]] = []
 
@@ -36,9 +53,10 @@ class NotifierService:
                 loc=["body", "name"],
             )
         clean = validate_config(type_, config)
-        row = await self.store.add(name, type_, clean)
+        row = await self.store.add(name, type_, _shown(type_, clean))
         if row is None:
             raise Conflict(f"A notifier named '{name}' already exists.")
+        self._keep_secrets(name, type_, clean)
         return row
 
     async def get(self, name: str) -> NotifierRow:
@@ -56,10 +74,12 @@ class NotifierService:
         that type (the old type's fields mean nothing to it)."""
         row = await self.get(name)
         if type_ is None or type_ == row.type:
-            clean = validate_config(row.type, {**row.config, **(config or {})})
+            clean = validate_config(row.type, {**self._full_config(row), **(config or {})})
         else:
             clean = validate_config(type_, config or {})
-        updated = await self.store.update(name, type_ or row.type, clean)
+        new_type = type_ or row.type
+        self._keep_secrets(name, new_type, clean)  # first: a waiting retry uses the new one
+        updated = await self.store.update(name, new_type, _shown(new_type, clean))
         if updated is None:  # deleted meanwhile
             raise NotFound(f"No notifier named '{name}'. List them with GET /notifiers/configs.")
         return updated
@@ -77,6 +97,7 @@ class NotifierService:
                     "remove it from them first."
                 )
         await self.store.delete(name)
+        self.secrets.delete(_secret_name(name))
 
     async def missing(self, names: list[str]) -> list[str]:
         known = {row.name for row in await self.store.all()}
@@ -92,6 +113,14 @@ class NotifierService:
             )
         elif row.type == "email":
             await senders.send_email(self.settings, row.config["to"], title or "famulus", text)
+        elif row.type == "apprise":
+            url = self._full_config(row).get("url")
+            if not isinstance(url, str) or not url:
+                raise NotConfigured(
+                    f"The apprise URL of notifier '{name}' is missing from the secrets file;"
+                    f" set it again with PATCH /notifiers/configs/{name}."
+                )
+            await apprise_url.send(url, title, text)
         else:
             payload = {"notifier": name, "title": title, "text": text}
             await senders.send_webhook(row.config["url"], payload)
@@ -101,3 +130,30 @@ class NotifierService:
 
     async def _telegram_token(self) -> str | None:
         return await self.credentials.service_credential("telegram")
+
+    def _keep_secrets(self, name: str, type_: str, clean: dict[str, Any]) -> None:
+        """Store the secret fields of ``clean``; forget them when the type has none."""
+        fields = SECRET_FIELDS.get(type_, ())
+        if fields:
+            self.secrets.set(_secret_name(name), {f: clean[f] for f in fields})
+        else:
+            self.secrets.delete(_secret_name(name))
+
+    def _full_config(self, row: NotifierRow) -> dict[str, Any]:
+        """The config with its secret fields back in place of their hints."""
+        fields = SECRET_FIELDS.get(row.type, ())
+        if not fields:
+            return dict(row.config)
+        hints = {f"{f}_hint" for f in fields}
+        stored = self.secrets.get(_secret_name(row.name))
+        secret = {f: stored[f] for f in fields if isinstance(stored, dict) and f in stored}
+        return {**{k: v for k, v in row.config.items() if k not in hints}, **secret}
+
+
+def _shown(type_: str, clean: dict[str, Any]) -> dict[str, Any]:
+    """What is kept in the database and shown: secret fields become hints."""
+    fields = SECRET_FIELDS.get(type_, ())
+    shown = {k: v for k, v in clean.items() if k not in fields}
+    for f in fields:
+        shown[f"{f}_hint"] = apprise_url.hint(str(clean[f]))
+    return shown
