@@ -142,3 +142,19 @@ async def test_one_shot_runs_once_then_is_disabled(app: Any, client: httpx.Async
     )
     assert r.status_code == 200 and r.json()["enabled"] is True
     assert parse_iso(r.json()["next_run_at"]) == parse_iso(later)
+
+
+async def test_reminder_kind_sends_its_text_without_a_model(client: httpx.AsyncClient) -> None:
+    never = {"type": "time", "cron": "0 3 1 1 *"}
+    r = await _post(client, never, kind="reminder", description="Reminder: water the plants")
+    assert r.status_code == 201 and r.json()["kind"] == "reminder"
+    a = r.json()
+    await client.post(f"/automations/{a['id']}/run")  # no model is connected at all
+    body = await _wait_runs(client, a["id"])
+    assert body["last_status"] == "ok" and body["last_result"] == "Reminder: water the plants"
+    assert body["session_id"] is None
+    r = await client.patch(f"/automations/{a['id']}", json={"kind": "task"})
+    assert r.json()["kind"] == "task"
+    assert (await _post(client, never)).json()["kind"] == "task"
+    bad = await client.patch(f"/automations/{a['id']}", json={"kind": "alarm"})
+    assert bad.status_code == 422

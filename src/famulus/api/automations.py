@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
@@ -29,6 +29,7 @@ class AutomationIn(RequestBody):
     notifiers: list[str] = Field(default_factory=list, max_length=20)
     writable: bool = False
     enabled: bool = True
+    kind: Literal["task", "reminder"] = "task"
 
 
 class AutomationPatch(RequestBody):
@@ -38,11 +39,13 @@ class AutomationPatch(RequestBody):
     notifiers: list[str] | None = Field(default=None, max_length=20)
     writable: bool | None = None
     enabled: bool | None = None
+    kind: Literal["task", "reminder"] | None = None
 
 
 class Automation(BaseModel):
     id: int
     name: str
+    kind: str  # task | reminder
     description: str
     trigger: dict[str, Any]
     notifiers: list[str]

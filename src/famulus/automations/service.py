@@ -37,6 +37,8 @@ TICK_S = 5.0
 CANCEL_WAIT_S = 10.0
 # What started a run (``fired_by`` in the run history).
 SCHEDULE, CATCH_UP, CALENDAR, MANUAL = "schedule", "catch_up", "calendar", "manual"
+# A reminder's run sends its description as it is; a task's run asks the agent.
+TASK, REMINDER = "task", "reminder"
 
 
 class AutomationService:
@@ -204,12 +206,16 @@ class AutomationService:
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
         recorded, status, result = False, "cancelled", "Cancelled."
+        session_id: str | None = None
         try:
-            session_id = await self._session(row)
-            await self.store.run_in_session(run_row, session_id)
-            outcome = await runner.execute(
-                self.c.events, self.chat, session_id, task, row.writable, row.id
-            )
+            if row.kind == REMINDER:  # nothing to think about: the text is the output
+                outcome = runner.Outcome("ok", row.description, None)
+            else:
+                session_id = await self._session(row)
+                await self.store.run_in_session(run_row, session_id)
+                outcome = await runner.execute(
+                    self.c.events, self.chat, session_id, task, row.writable, row.id
+                )
             title = row.name + ("" if outcome.status == "ok" else f" ({outcome.status})")
             current = await self.store.get(row.id)  # notifiers may have changed meanwhile
             names = current.notifiers if current is not None else row.notifiers
@@ -231,7 +237,8 @@ class AutomationService:
                 {"last_run_at": iso(started), "last_result": result, "last_status": status},
                 touch=False,
             )
-            await self._learn(row, session_id, status, result)
+            if session_id is not None:
+                await self._learn(row, session_id, status, result)
             self._finished(row.id, run_row, status, result)
         except asyncio.CancelledError:
             # Cancelled (deleted, server stopping): the feed still hears how

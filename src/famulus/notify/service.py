@@ -6,11 +6,13 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from famulus import config_keys
 from famulus.errors import Conflict, InvalidRequest, NotConfigured, NotFound
 from famulus.notify import apprise_url, senders
 from famulus.notify.types import SECRET_FIELDS, validate_config
 from famulus.secrets import SecretsStore
 from famulus.settings import Settings
+from famulus.store.kv import KVStore
 from famulus.store.notifiers import NotifierRow, NotifierStore
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -38,11 +40,13 @@ class NotifierService:
         store: NotifierStore,
         credentials: Credentials,
         secrets: SecretsStore,
+        kv: KVStore,
     ) -> None:
         self.settings = settings
         self.store = store
         self.credentials = credentials  # the stored Telegram bot token
         self.secrets = secrets
+        self.kv = kv  # the default notifier's name
         # Before a delete: name → the automations that still send to it.
         self.in_use_checks: list[Callable[[str], Awaitable[list[str]]]] = []
 
@@ -98,6 +102,31 @@ class NotifierService:
                 )
         await self.store.delete(name)
         self.secrets.delete(_secret_name(name))
+        if await self.default_name() == name:
+            await self.kv.delete(config_keys.DEFAULT_NOTIFIER)
+
+    async def default_name(self) -> str | None:
+        """The person's default notifier (what the agent's schedule tool uses)."""
+        value = await self.kv.get(config_keys.DEFAULT_NOTIFIER)
+        return value if isinstance(value, str) and value else None
+
+    async def require(self, name: str, field: str) -> None:
+        """A 422 at ``["body", field]`` unless a notifier ``name`` exists."""
+        if await self.store.get(name) is None:
+            known = ", ".join(r.name for r in await self.store.all()) or "none yet"
+            raise InvalidRequest(
+                f"{field}: no notifier named '{name}' (known: {known});"
+                " create one with POST /notifiers/configs.",
+                loc=["body", field],
+            )
+
+    async def set_default(self, name: str | None) -> None:
+        """Make ``name`` the default (it must exist), or clear it with None."""
+        if name is None:
+            await self.kv.delete(config_keys.DEFAULT_NOTIFIER)
+            return
+        await self.require(name, "default_notifier")
+        await self.kv.set(config_keys.DEFAULT_NOTIFIER, name)
 
     async def missing(self, names: list[str]) -> list[str]:
         known = {row.name for row in await self.store.all()}

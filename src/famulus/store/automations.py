@@ -13,6 +13,7 @@ from famulus.timeutil import now_iso
 
 _JSON = {"trigger", "notifiers"}
 _COLUMNS = {
+    "kind",
     "name",
     "description",
     "trigger",
@@ -47,6 +48,7 @@ class AutomationRow:
     # When it last became active: created enabled, enabled again, or its
     # trigger changed while enabled; None while disabled.
     enabled_at: str | None = None
+    kind: str = "task"  # task: the agent does the description; reminder: it is sent as is
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ def _row(r: sqlite3.Row) -> AutomationRow:
         last_result=r["last_result"],
         last_status=r["last_status"],
         enabled_at=r["enabled_at"],
+        kind=r["kind"],
     )
 
 
