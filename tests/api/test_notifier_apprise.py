@@ -162,3 +162,17 @@ async def test_unreachable_apprise_target_is_retried(app: Any, client: httpx.Asy
     d = run["deliveries"][0]
     assert (d["status"], d["attempts"]) == ("failed", 3)  # every try made, then final
     assert all(t["status"] == "error" for t in d["tries"]) and run["result"].startswith("Hi.")
+
+
+async def test_a_reminder_does_not_say_itself_twice(client: httpx.AsyncClient) -> None:
+    with recording_server(lambda m, p, b: (200, {})) as fake:
+        await client.post(
+            "/notifiers/configs",
+            json={"name": "push", "type": "apprise", "config": {"url": _apprise(fake.url)}},
+        )
+        text = "Reminder: call Anna"
+        body = {"name": text, "description": text, "kind": "reminder", "trigger": never_soon()}
+        aid = (await client.post("/automations", json={**body, "notifiers": ["push"]})).json()["id"]
+        await client.post(f"/automations/{aid}/run")
+        await _final(client, aid)
+    assert (fake.requests[0][2]["title"], fake.requests[0][2]["message"]) == ("", text)

@@ -136,7 +136,7 @@ class NotifierService:
         row = await self.get(name)
         if row.type == "telegram":
             token = await self._telegram_token()
-            body = f"{title}\n\n{text}" if title else text
+            body = f"{title}\n\n{text}" if _distinct(title, text) else text
             await senders.send_telegram(
                 self.settings.telegram_base_url, token, row.config["chat_id"], body
             )
@@ -149,7 +149,7 @@ class NotifierService:
                     f"The apprise URL of notifier '{name}' is missing from the secrets file;"
                     f" set it again with PATCH /notifiers/configs/{name}."
                 )
-            await apprise_url.send(url, title, text)
+            await apprise_url.send(url, title if _distinct(title, text) else "", text)
         else:
             payload = {"notifier": name, "title": title, "text": text}
             await senders.send_webhook(row.config["url"], payload)
@@ -177,6 +177,12 @@ class NotifierService:
         stored = self.secrets.get(_secret_name(row.name))
         secret = {f: stored[f] for f in fields if isinstance(stored, dict) and f in stored}
         return {**{k: v for k, v in row.config.items() if k not in hints}, **secret}
+
+
+def _distinct(title: str, text: str) -> bool:
+    """Whether the title adds anything: a reminder's name is its text, and a
+    chat-style channel would show it twice."""
+    return bool(title) and title.strip() != text.strip()
 
 
 def _shown(type_: str, clean: dict[str, Any]) -> dict[str, Any]:
