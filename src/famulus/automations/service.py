@@ -4,7 +4,10 @@ The scheduler wakes every few seconds and starts every enabled automation whose
 ``next_run_at`` has passed, so a run missed while the server was down happens
 once at start-up (not once per missed slot). A per-automation lock guarantees
 two runs of one automation never overlap. A disabled automation has no
-``next_run_at``; enabling it computes the next slot from now.
+``next_run_at``; enabling it computes the next slot from now. A one-shot
+(``once``) automation is switched off the moment the scheduler starts it.
+Each run records what started it (``fired_by``): the schedule, a catch-up of
+a slot missed while the server was down, a calendar event, or a person.
 """
 
 from __future__ import annotations
