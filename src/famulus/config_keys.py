@@ -14,6 +14,8 @@ MEMORY_ENABLED = "config.memory_enabled"
 DREAMS_ENABLED = "config.dreams_enabled"
 ACCOUNT_ENABLED = "config.account_enabled"
 WEB_SEARCH_MODE = "config.web_search"
+# The notifier name the agent's ``schedule`` tool uses when none is named.
+DEFAULT_NOTIFIER = "config.default_notifier"
 
 DEFAULTS: dict[str, object] = {
     MEMORY_ENABLED: True,

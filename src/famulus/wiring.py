@@ -21,6 +21,7 @@ from typing import Any
 from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
+from famulus.automations.tools import schedule_toolset
 from famulus.channels.openai_compat.service import OpenAICompat
 from famulus.channels.telegram.channel import TelegramChannel
 from famulus.chat.context import ContextService
@@ -127,7 +128,7 @@ def build_container(settings: Settings) -> Container:
     services = SkillServices(registry, installer, llm_admin, sandbox, core.kv)
     skill_tools = skill_toolset(SkillTools(services))
     hooks.toolsets(_always([skill_tools]))
-    notifiers, deliveries = _notify(core, llm)
+    notifiers, deliveries = _notify(core, llm, secrets)
     web = WebService(core, llm)
     hooks.toolsets(web_tools.provider(web))
     hooks.toolsets(calendar_tools.provider(core))
@@ -149,7 +150,7 @@ def build_container(settings: Settings) -> Container:
         llm=llm,
         llm_admin=llm_admin,
         memory=memory,
-        llm_config=ConfigService(core, llm, memory),
+        llm_config=ConfigService(core, llm, memory, notifiers),
         skills=registry,
         skill_installer=installer,
         skill_sandbox=sandbox,
@@ -205,9 +206,11 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
     return facade
 
 
-def _notify(core: Core, llm: LLMService) -> tuple[NotifierService, DeliveryQueue]:
+def _notify(
+    core: Core, llm: LLMService, secrets: SecretsStore
+) -> tuple[NotifierService, DeliveryQueue]:
     settings = core.settings
-    service = NotifierService(settings, NotifierStore(core.db), llm)
+    service = NotifierService(settings, NotifierStore(core.db), llm, secrets, core.kv)
     policy = policy_from(settings.notify_retry_delays_s, settings.notify_retry_after_max_s)
     queue = DeliveryQueue(DeliveryStore(core.db), service.send, policy)
     core.hooks.on_start(queue.start)
@@ -239,6 +242,7 @@ def _automations(
     service = AutomationService(core, AutomationStore(core.db), chat, notifiers, deliveries, memory)
     notifiers.in_use_checks.append(service.store.using_notifier)
     deliveries.listeners.append(service.delivery_changed)
+    core.hooks.toolsets(_always([schedule_toolset(service, notifiers)]))
     core.hooks.on_start(service.start)
     core.hooks.on_stop(service.stop)
     core.hooks.on_drain(service.close_listeners)

@@ -43,6 +43,7 @@ async def test_default_config_shape(client: httpx.AsyncClient) -> None:
         "chat_model": None,
         "research_model": None,
         "memory_model": None,
+        "default_notifier": None,
         "integrations": {
             "account": {"enabled": False, "connected": False},
             "memory": {"enabled": True, "dreams": False},

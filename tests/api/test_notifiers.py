@@ -62,6 +62,7 @@ async def test_types(nclient: httpx.AsyncClient) -> None:
             "telegram": {"fields": ["chat_id"]},
             "email": {"fields": ["to"]},
             "webhook": {"fields": ["url"]},
+            "apprise": {"fields": ["url"]},
         }
     }
 

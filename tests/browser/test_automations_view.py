@@ -163,3 +163,37 @@ def test_delete_asks_first(signed_in: WebDriver, famulus: Famulus) -> None:
     wait_until(signed_in, f"!document.querySelector('{card}')")
     names = [a["name"] for a in famulus.http.get("/automations").json()["automations"]]
     assert "Doomed" not in names
+
+
+def test_cron_and_one_shot_triggers_show_and_survive_an_edit(
+    signed_in: WebDriver, famulus: Famulus, model: ScriptedOpenAI
+) -> None:
+    """Issue 11's trigger shapes: shown as they are, kept by an edit that does
+    not touch them, and creatable from the builder."""
+    cron = {"type": "time", "cron": "0 7 * * 1-5"}
+    famulus.http.post("/automations", json={"name": "Weather", "description": "x", "trigger": cron})
+    _open(signed_in)
+    auto, card = _card(signed_in, famulus, "Weather")
+    wait_text(signed_in, f"{card} .auto-trigger", "cron 0 7 * * 1-5")
+    signed_in.find_element(By.CSS_SELECTOR, f"{card} .auto-edit").click()
+    form = wait_for(signed_in, "form.auto-editor")
+    desc = form.find_element(By.CSS_SELECTOR, ".auto-description")
+    desc.clear()
+    desc.send_keys("Send me the weather.")
+    form.find_element(By.CSS_SELECTOR, ".auto-save").click()
+    WebDriverWait(signed_in, 10).until(
+        lambda _: (
+            famulus.http.get(f"/automations/{auto['id']}").json()["description"]
+            == "Send me the weather."
+        ),
+        "the edit was not saved",
+    )
+    assert famulus.http.get(f"/automations/{auto['id']}").json()["trigger"] == cron
+
+    form = _fill_new(signed_in, "Dentist", "Reminder: dentist")
+    Select(form.find_element(By.CSS_SELECTOR, ".trigger-kind")).select_by_value("once")
+    form.find_element(By.CSS_SELECTOR, ".trigger-once").send_keys("2099-12-01T09:30")
+    form.find_element(By.CSS_SELECTOR, ".auto-save").click()
+    once, card = _card(signed_in, famulus, "Dentist")
+    assert once["trigger"] == {"type": "time", "once": "2099-12-01T09:30"}
+    wait_text(signed_in, f"{card} .auto-trigger", "once at 2099-12-01 09:30")

@@ -255,3 +255,22 @@ def test_directives_editor(signed_in: WebDriver, famulus: Famulus) -> None:
     assert wait_for(signed_in, ".directives-text", timeout=20).get_attribute("value") == (
         "Answer in German.\nKeep it short."
     )
+
+
+def test_the_default_notifier_is_chosen_in_the_list(
+    signed_in: WebDriver, famulus: Famulus, webhook: Recorder
+) -> None:
+    for name in ("desk", "phone"):
+        body = {"name": name, "type": "webhook", "config": {"url": webhook.url}}
+        assert famulus.http.post("/notifiers/configs", json=body).status_code == 201
+    _open(signed_in)
+    row = '.notifier[data-notifier="phone"]'
+    wait_for(signed_in, f"{row} .notifier-default").click()
+    wait_for(signed_in, f"{row} .notifier-is-default")
+    assert famulus.http.get("/config").json()["default_notifier"] == "phone"
+    assert not signed_in.find_elements(
+        By.CSS_SELECTOR, '.notifier[data-notifier="desk"] .notifier-is-default'
+    )
+    wait_text(signed_in, f"{row} .notifier-default", "Unset default").click()
+    wait_until(signed_in, f"!document.querySelector('{row} .notifier-is-default')")
+    assert famulus.http.get("/config").json()["default_notifier"] is None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
+from famulus.api.memory_common import Page
 from famulus.api.schemas import PlainName, RequestBody, RowId
 from famulus.automations.service import FEED_CLOSED, AutomationService
 from famulus.store.automations import AutomationRow, AutomationRunRow
@@ -28,6 +29,7 @@ class AutomationIn(RequestBody):
     notifiers: list[str] = Field(default_factory=list, max_length=20)
     writable: bool = False
     enabled: bool = True
+    kind: Literal["task", "reminder"] = "task"
 
 
 class AutomationPatch(RequestBody):
@@ -37,11 +39,13 @@ class AutomationPatch(RequestBody):
     notifiers: list[str] | None = Field(default=None, max_length=20)
     writable: bool | None = None
     enabled: bool | None = None
+    kind: Literal["task", "reminder"] | None = None
 
 
 class Automation(BaseModel):
     id: int
     name: str
+    kind: str  # task | reminder
     description: str
     trigger: dict[str, Any]
     notifiers: list[str]
@@ -80,6 +84,26 @@ class AutomationRun(BaseModel):
     status: str
     result: str | None
     deliveries: list[Delivery]
+
+
+class RunUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    cache_read_tokens: int
+    cost: float
+
+
+class RunRecord(AutomationRun):
+    """One run in the run history: what started it, where it ran, what it cost."""
+
+    fired_by: str | None  # schedule | catch_up | calendar | manual; null before issue 11
+    session_id: str | None
+    usage: RunUsage | None
+
+
+class RunHistory(BaseModel):
+    runs: list[RunRecord]
+    total: int
 
 
 class AutomationDetail(Automation):
@@ -183,6 +207,25 @@ async def get_one(automation_id: RowId, c: Container = Depends(container)) -> Au
     runs = [_run(run, found) for run, found in await svc.runs_with_deliveries(automation_id)]
     shown = {**_shown(row, Automation), "running": running}
     return AutomationDetail(**shown, session_id=await svc.session_of(row), runs=runs)
+
+
+@router.get("/automations/{automation_id}/runs")
+async def run_history(
+    automation_id: RowId, page: Page = Depends(), c: Container = Depends(container)
+) -> RunHistory:
+    svc = _svc(c)
+    await svc.get(automation_id)  # 404 for an unknown automation
+    found = await svc.runs_with_deliveries(automation_id, page.limit, page.offset)
+    runs = [
+        RunRecord(
+            **_run(run, deliveries).model_dump(),
+            fired_by=run.fired_by,
+            session_id=run.session_id,
+            usage=RunUsage(**run.usage) if run.usage else None,
+        )
+        for run, deliveries in found
+    ]
+    return RunHistory(runs=runs, total=await svc.run_count(automation_id))
 
 
 @router.patch("/automations/{automation_id}")

@@ -32,6 +32,7 @@ class ConfigPatch(RequestBody):
     memory_enabled: bool | None = None
     dreams_enabled: bool | None = None
     account_enabled: bool | None = None
+    default_notifier: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class AccountState(ServiceBody):
@@ -68,6 +69,7 @@ class ConfigOut(ServiceBody):
     research_model: str | None
     memory_model: str | None
     embedding_model: str | None
+    default_notifier: str | None  # a notifier name; the agent's schedule tool uses it
     integrations: Integrations
 
 

@@ -9,7 +9,8 @@ agent learns it may not change anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from famulus.chat.follow import ask
 from famulus.chat.manager import ChatInput, RunManager
@@ -24,6 +25,7 @@ class Outcome:
     status: str  # ok | error | cancelled
     result: str
     run_id: str | None
+    usage: dict[str, Any] = field(default_factory=dict)  # run_finished's, when it came
 
 
 async def execute(
@@ -52,7 +54,7 @@ async def execute(
         detail = getattr(exc, "detail", None) or str(exc) or type(exc).__name__
         return Outcome("error", detail, None)
     if answer.status == "ok":
-        return Outcome("ok", answer.text, run_id)
+        return Outcome("ok", answer.text, run_id, answer.usage)
     if answer.status == "cancelled":
         return Outcome("cancelled", "The run was cancelled.", run_id)
     if answer.status == "timeout":

@@ -4,7 +4,10 @@ The scheduler wakes every few seconds and starts every enabled automation whose
 ``next_run_at`` has passed, so a run missed while the server was down happens
 once at start-up (not once per missed slot). A per-automation lock guarantees
 two runs of one automation never overlap. A disabled automation has no
-``next_run_at``; enabling it computes the next slot from now.
+``next_run_at``; enabling it computes the next slot from now. A one-shot
+(``once``) automation is switched off the moment the scheduler starts it.
+Each run records what started it (``fired_by``): the schedule, a catch-up of
+a slot missed while the server was down, a calendar event, or a person.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from famulus.agent.clock import zone_name
 from famulus.automations import runner
-from famulus.automations.triggers import next_fire, validate_trigger
+from famulus.automations.triggers import is_once, next_fire, validate_trigger
 from famulus.chat.manager import RunManager
 from famulus.chat.ports import ChatMemory
 from famulus.core import Core
@@ -35,6 +38,10 @@ FEED_CLOSED: dict[str, Any] = {"type": "closed"}
 TICK_S = 5.0
 # How long deleting an automation waits for its run to wind down.
 CANCEL_WAIT_S = 10.0
+# What started a run (``fired_by`` in the run history).
+SCHEDULE, CATCH_UP, CALENDAR, MANUAL = "schedule", "catch_up", "calendar", "manual"
+# A reminder's run sends its description as it is; a task's run asks the agent.
+TASK, REMINDER = "task", "reminder"
 
 
 class AutomationService:
@@ -59,14 +66,16 @@ class AutomationService:
         self._starting: set[int] = set()
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self._loop: asyncio.Task[None] | None = None
+        # Slots due before this moment were missed while the server was down.
+        self.started_at = utcnow()
 
     # -- CRUD ----------------------------------------------------------------
 
     async def create(self, fields: dict[str, Any]) -> AutomationRow:
-        fields["trigger"] = validate_trigger(fields["trigger"])
+        now = utcnow()
+        fields["trigger"] = validate_trigger(fields["trigger"], self.zone, now)
         await self._check_notifiers(fields.get("notifiers") or [])
         enabled = fields.get("enabled", True)
-        now = utcnow()
         fields["next_run_at"] = self._next(fields["trigger"], now) if enabled else None
         fields["enabled_at"] = iso(now) if enabled else None
         return await self.store.create(fields)
@@ -91,13 +100,14 @@ class AutomationService:
         ``next_run_at`` is null while disabled; it is recomputed from now when
         the trigger changes (while enabled) or the automation is enabled.
         Those two moments also set ``enabled_at``: calendar triggers only fire
-        for events starting from then on."""
+        for events starting from then on. A one-shot automation whose time
+        has passed cannot be enabled again without a new time."""
         row = await self.get(automation_id)
         if not fields:
             return row
         fields = dict(fields)
         if "trigger" in fields:
-            fields["trigger"] = validate_trigger(fields["trigger"])
+            fields["trigger"] = validate_trigger(fields["trigger"], self.zone, utcnow())
         if "notifiers" in fields:
             await self._check_notifiers(fields["notifiers"])
         enabled = fields.get("enabled", row.enabled)
@@ -106,8 +116,15 @@ class AutomationService:
             fields["enabled_at"] = None
         elif "trigger" in fields or not row.enabled:
             now = utcnow()
-            fields["next_run_at"] = self._next(fields.get("trigger", row.trigger), now)
+            trigger = fields.get("trigger", row.trigger)
+            fields["next_run_at"] = self._next(trigger, now)
             fields["enabled_at"] = iso(now)
+            if is_once(trigger) and fields["next_run_at"] is None:
+                raise InvalidRequest(
+                    f"This one-shot automation's time ({trigger['once']}) has passed;"
+                    " give it a new trigger to enable it again.",
+                    loc=["body", "enabled"],
+                )
         updated = await self.store.update(automation_id, fields)
         if updated is None:  # deleted by a request that ran in between
             raise NotFound(f"No automation with id {automation_id}.")
@@ -154,7 +171,7 @@ class AutomationService:
         row = await self.get(automation_id)
         if self.is_running(automation_id):
             raise Conflict(f"Automation {automation_id} is already running.")
-        return await self._launch(row)
+        return await self._launch(row, MANUAL)
 
     async def wait_run(
         self, automation_id: int, run_row: int, timeout_s: float
@@ -172,12 +189,12 @@ class AutomationService:
         triggers add the event); None when the automation is already running."""
         if self.is_running(row.id):
             return None
-        return await self._launch(row, task)
+        return await self._launch(row, CALENDAR, task)
 
-    async def _launch(self, row: AutomationRow, task: str | None = None) -> int:
+    async def _launch(self, row: AutomationRow, fired_by: str, task: str | None = None) -> int:
         self._starting.add(row.id)
         try:
-            run_row = await self.store.start_run(row.id, now_iso())
+            run_row = await self.store.start_run(row.id, now_iso(), fired_by)
             self.running[row.id] = asyncio.create_task(
                 self._run(row, run_row, task or row.description)
             )
@@ -192,16 +209,26 @@ class AutomationService:
         started = utcnow()
         self._broadcast({"type": "automation_started", "id": row.id, "run_id": run_row})
         recorded, status, result = False, "cancelled", "Cancelled."
+        session_id: str | None = None
         try:
-            session_id = await self._session(row)
-            outcome = await runner.execute(
-                self.c.events, self.chat, session_id, task, row.writable, row.id
-            )
+            if row.kind == REMINDER:  # nothing to think about: the text is the output
+                outcome = runner.Outcome("ok", row.description, None)
+            else:
+                session_id = await self._session(row)
+                await self.store.run_in_session(run_row, session_id)
+                outcome = await runner.execute(
+                    self.c.events, self.chat, session_id, task, row.writable, row.id
+                )
             title = row.name + ("" if outcome.status == "ok" else f" ({outcome.status})")
             current = await self.store.get(row.id)  # notifiers may have changed meanwhile
             names = current.notifiers if current is not None else row.notifiers
             ids = await self.store.finish_run(
-                run_row, outcome.status, outcome.result, outcome.run_id, (row.id, names, title)
+                run_row,
+                outcome.status,
+                outcome.result,
+                outcome.run_id,
+                (row.id, names, title),
+                outcome.usage,
             )
             recorded, status, result = True, outcome.status, outcome.result
             await self._first_tries(ids)
@@ -213,7 +240,8 @@ class AutomationService:
                 {"last_run_at": iso(started), "last_result": result, "last_status": status},
                 touch=False,
             )
-            await self._learn(row, session_id, status, result)
+            if session_id is not None:
+                await self._learn(row, session_id, status, result)
             self._finished(row.id, run_row, status, result)
         except asyncio.CancelledError:
             # Cancelled (deleted, server stopping): the feed still hears how
@@ -261,11 +289,15 @@ class AutomationService:
         )
 
     async def runs_with_deliveries(
-        self, automation_id: int
+        self, automation_id: int, limit: int = 20, offset: int = 0
     ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
-        runs = await self.store.runs(automation_id)
+        """A page of the automation's runs, newest first, each with its deliveries."""
+        runs = await self.store.runs(automation_id, limit, offset)
         found = await self.deliveries.of_runs([r.id for r in runs])
         return [(r, found.get(r.id, [])) for r in runs]
+
+    async def run_count(self, automation_id: int) -> int:
+        return await self.store.count_runs(automation_id)
 
     async def _session(self, row: AutomationRow) -> str:
         """The automation's own session, reused across runs; a new one on the
@@ -301,6 +333,14 @@ class AutomationService:
         fire = next_fire(trigger, after, self.zone)
         return iso(fire) if fire else None
 
+    def _after_fire(self, row: AutomationRow, now: datetime) -> dict[str, Any]:
+        """What changes when the scheduler starts ``row``: the next slot; a
+        one-shot is switched off at that moment, so no restart (not even
+        after a crash mid-run) runs it twice."""
+        if is_once(row.trigger):
+            return {"next_run_at": None, "enabled": False, "enabled_at": None}
+        return {"next_run_at": self._next(row.trigger, now)}
+
     async def tick(self) -> None:
         now = utcnow()
         for row in await self.store.all():
@@ -308,13 +348,13 @@ class AutomationService:
                 continue
             if row.trigger.get("type") == "event":
                 continue  # the calendar watcher fires these; next_run_at only informs
-            if parse_iso(row.next_run_at) <= now:
-                await self.store.update(
-                    row.id, {"next_run_at": self._next(row.trigger, now)}, touch=False
-                )
-                await self._launch(row)
+            slot = parse_iso(row.next_run_at)
+            if slot <= now:
+                await self.store.update(row.id, self._after_fire(row, now), touch=False)
+                await self._launch(row, CATCH_UP if slot < self.started_at else SCHEDULE)
 
     async def start(self) -> None:
+        self.started_at = utcnow()
         await self.store.interrupt_running()
         self._loop = asyncio.create_task(self._scheduler())
 

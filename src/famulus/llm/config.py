@@ -25,6 +25,16 @@ _SWITCHES = {
 }
 
 
+class DefaultNotifier(Protocol):
+    """The person's default notifier (``notify.service.NotifierService``)."""
+
+    async def default_name(self) -> str | None: ...
+
+    async def require(self, name: str, field: str) -> None: ...
+
+    async def set_default(self, name: str | None) -> None: ...
+
+
 class MemoryStatus(Protocol):
     """What /config shows of memory (``memory.facade.MemoryFacade`` has it)."""
 
@@ -38,10 +48,17 @@ async def _kv(c: Core, key: str) -> Any:
 
 
 class ConfigService:
-    def __init__(self, core: Core, llm: LLMService, memory: MemoryStatus) -> None:
+    def __init__(
+        self,
+        core: Core,
+        llm: LLMService,
+        memory: MemoryStatus,
+        notifiers: DefaultNotifier,
+    ) -> None:
         self.c = core
         self.llm = llm
         self.memory = memory
+        self.notifiers = notifiers
 
     async def get(self) -> dict[str, Any]:
         return {
@@ -49,6 +66,7 @@ class ConfigService:
             "research_model": await self.llm.role_ref("research"),
             "memory_model": await self.llm.role_ref("memory"),
             "embedding_model": await self._embedding_model(),
+            "default_notifier": await self.notifiers.default_name(),
             "integrations": {
                 "account": {
                     "enabled": await account.enabled(self.c),
@@ -68,6 +86,9 @@ class ConfigService:
         mode = changes.get("web_search")
         if mode is not None and mode not in WEB_MODES:
             raise InvalidRequest(f"web_search: must be one of {', '.join(WEB_MODES)}.")
+        notifier = changes.get("default_notifier")
+        if notifier is not None:
+            await self.notifiers.require(notifier, "default_notifier")
         for field in ROLE_FIELDS:
             if field in changes:
                 await self.llm.set_role(field.removesuffix("_model"), changes[field])
@@ -76,6 +97,8 @@ class ConfigService:
         for field, key in _SWITCHES.items():
             if changes.get(field) is not None:
                 await self.c.kv.set(key, bool(changes[field]))
+        if "default_notifier" in changes:
+            await self.notifiers.set_default(changes["default_notifier"])
         return await self.get()
 
     async def models(self) -> dict[str, Any]:

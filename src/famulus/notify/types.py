@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from famulus.errors import InvalidRequest
+from famulus.notify import apprise_url
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -47,11 +48,25 @@ class WebhookConfig(_Strict):
         return value
 
 
+class AppriseConfig(_Strict):
+    """One apprise URL (a secret: stored in the secrets file, never shown)."""
+
+    url: str = Field(min_length=4, max_length=4000)
+
+    @field_validator("url")
+    @classmethod
+    def _usable(cls, value: str) -> str:
+        return apprise_url.check(value.strip())
+
+
 TYPES: dict[str, type[_Strict]] = {
     "telegram": TelegramConfig,
     "email": EmailConfig,
     "webhook": WebhookConfig,
+    "apprise": AppriseConfig,
 }
+# Config fields that are secrets: kept in the secrets file, shown as ``<field>_hint``.
+SECRET_FIELDS: dict[str, tuple[str, ...]] = {"apprise": ("url",)}
 
 
 def describe_types() -> dict[str, dict[str, list[str]]]:

@@ -13,6 +13,7 @@ from famulus.timeutil import now_iso
 
 _JSON = {"trigger", "notifiers"}
 _COLUMNS = {
+    "kind",
     "name",
     "description",
     "trigger",
@@ -47,6 +48,7 @@ class AutomationRow:
     # When it last became active: created enabled, enabled again, or its
     # trigger changed while enabled; None while disabled.
     enabled_at: str | None = None
+    kind: str = "task"  # task: the agent does the description; reminder: it is sent as is
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,26 @@ class AutomationRunRow:
     finished_at: str | None
     status: str
     result: str | None
+    # What started it: schedule | catch_up | calendar | manual (None: older runs).
+    fired_by: str | None = None
+    session_id: str | None = None
+    usage: dict[str, Any] | None = None  # the agent run's run_finished usage
+
+
+_RUN_COLUMNS = "id, started_at, finished_at, status, result, fired_by, session_id, usage"
+
+
+def _run(r: sqlite3.Row) -> AutomationRunRow:
+    return AutomationRunRow(
+        id=r["id"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        status=r["status"],
+        result=r["result"],
+        fired_by=r["fired_by"],
+        session_id=r["session_id"],
+        usage=json.loads(r["usage"]) if r["usage"] else None,
+    )
 
 
 def _row(r: sqlite3.Row) -> AutomationRow:
@@ -75,6 +97,7 @@ def _row(r: sqlite3.Row) -> AutomationRow:
         last_result=r["last_result"],
         last_status=r["last_status"],
         enabled_at=r["enabled_at"],
+        kind=r["kind"],
     )
 
 
@@ -146,15 +169,24 @@ class AutomationStore:
             )
         )
 
-    async def start_run(self, automation_id: int, started_at: str) -> int:
+    async def start_run(self, automation_id: int, started_at: str, fired_by: str) -> int:
         def op(conn: sqlite3.Connection) -> int:
             cur = conn.execute(
-                "INSERT INTO automation_runs (automation_id, started_at, status) VALUES (?, ?, 'running')",
-                (automation_id, started_at),
+                "INSERT INTO automation_runs (automation_id, started_at, status, fired_by)"
+                " VALUES (?, ?, 'running', ?)",
+                (automation_id, started_at, fired_by),
             )
             return int(cur.lastrowid or 0)
 
         return await self.db.write(op)
+
+    async def run_in_session(self, run_row_id: int, session_id: str) -> None:
+        """Record the session a run works in, as soon as it is known."""
+        await self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE automation_runs SET session_id = ? WHERE id = ?", (session_id, run_row_id)
+            )
+        )
 
     async def finish_run(
         self,
@@ -163,16 +195,20 @@ class AutomationStore:
         result: str,
         run_id: str | None,
         deliver: tuple[int, list[str], str] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> list[int]:
-        """Record the run's end; with ``deliver`` (automation id, notifier
-        names, title) also queue its result for each notifier in the same
-        transaction. The ids of the queued deliveries."""
+        """Record the run's end (and its usage, when the agent reported one);
+        with ``deliver`` (automation id, notifier names, title) also queue its
+        result for each notifier in the same transaction. The ids of the
+        queued deliveries."""
         now = now_iso()
+        usage_json = json.dumps(usage) if usage else None
 
         def op(conn: sqlite3.Connection) -> list[int]:
             conn.execute(
-                "UPDATE automation_runs SET finished_at = ?, status = ?, result = ?, run_id = ? WHERE id = ?",
-                (now, status, result, run_id, run_row_id),
+                "UPDATE automation_runs SET finished_at = ?, status = ?, result = ?, run_id = ?,"
+                " usage = ? WHERE id = ?",
+                (now, status, result, run_id, usage_json, run_row_id),
             )
             if deliver is None:
                 return []
@@ -186,11 +222,9 @@ class AutomationStore:
     async def run(self, run_row_id: int) -> AutomationRunRow | None:
         def op(conn: sqlite3.Connection) -> AutomationRunRow | None:
             r = conn.execute(
-                "SELECT id, started_at, finished_at, status, result FROM automation_runs"
-                " WHERE id = ?",
-                (run_row_id,),
+                f"SELECT {_RUN_COLUMNS} FROM automation_runs WHERE id = ?", (run_row_id,)
             ).fetchone()
-            return AutomationRunRow(r[0], r[1], r[2], r[3], r[4]) if r else None
+            return _run(r) if r else None
 
         return await self.db.read(op)
 
@@ -205,16 +239,30 @@ class AutomationStore:
             )
         )
 
-    async def runs(self, automation_id: int, limit: int = 20) -> list[AutomationRunRow]:
+    async def runs(
+        self, automation_id: int, limit: int = 20, offset: int = 0
+    ) -> list[AutomationRunRow]:
+        """Newest first."""
+
         def op(conn: sqlite3.Connection) -> list[AutomationRunRow]:
             rows = conn.execute(
-                "SELECT id, started_at, finished_at, status, result FROM automation_runs"
-                " WHERE automation_id = ? ORDER BY id DESC LIMIT ?",
-                (automation_id, limit),
+                f"SELECT {_RUN_COLUMNS} FROM automation_runs"
+                " WHERE automation_id = ? ORDER BY id DESC LIMIT ? OFFSET ?",
+                (automation_id, limit, offset),
             ).fetchall()
-            return [AutomationRunRow(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+            return [_run(r) for r in rows]
 
         return await self.db.read(op)
+
+    async def count_runs(self, automation_id: int) -> int:
+        return await self.db.read(
+            lambda conn: int(
+                conn.execute(
+                    "SELECT count(*) FROM automation_runs WHERE automation_id = ?",
+                    (automation_id,),
+                ).fetchone()[0]
+            )
+        )
 
     async def using_notifier(self, name: str) -> list[str]:
         def op(conn: sqlite3.Connection) -> list[str]:

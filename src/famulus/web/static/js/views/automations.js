@@ -18,6 +18,8 @@ export function describeTrigger(trigger) {
     const lead = Number(trigger.lead_minutes || 0);
     return lead ? `${lead} min before each calendar event` : "when a calendar event starts";
   }
+  if (trigger.cron) return `cron ${trigger.cron}`;
+  if (trigger.once) return `once at ${trigger.once.replace("T", " ")}`;
   if (trigger.every) {
     const n = parseInt(trigger.every, 10);
     const unit = trigger.every.endsWith("h") ? "hour" : "minute";
@@ -59,9 +61,10 @@ function select(options, value, attrs = {}) {
  */
 function triggerBuilder(trigger) {
   const t = trigger || { type: "time", at: "08:00", days: "daily" };
-  const kindOf = t.type === "event" ? "calendar" : t.every ? "every" : "at";
+  const kindOf = t.type === "event" ? "calendar" : t.every ? "every" : t.cron ? "cron" : t.once ? "once" : "at";
   const kind = select(
-    [["at", "At a time"], ["every", "Repeatedly"], ["calendar", "Before calendar events"]],
+    [["at", "At a time"], ["every", "Repeatedly"], ["calendar", "Before calendar events"],
+      ["cron", "Cron expression"], ["once", "Once"]],
     kindOf, { class: "trigger-kind", name: "trigger-kind" });
 
   // at / days
@@ -91,8 +94,19 @@ function triggerBuilder(trigger) {
   const calRow = h("div", { class: "trigger-row" },
     field("Minutes before", lead, "Needs the calendar account (FAMULUS_CALDAV_URL)."));
 
-  const rows = { at: atRow, every: everyRow, calendar: calRow };
-  const el = h("fieldset", { class: "trigger-builder" }, h("legend", {}, "When"), kind, atRow, everyRow, calRow);
+  // cron / once (issue 11): kept as typed; the server checks them and says what is wrong
+  const cron = input({ type: "text", class: "trigger-cron", name: "cron", placeholder: "0 7 * * 1-5" },
+    t.cron || "");
+  const cronRow = h("div", { class: "trigger-row" },
+    field("Cron", cron, "minute hour day-of-month month day-of-week, in the server's time zone"));
+  const once = input({ type: "text", class: "trigger-once", name: "once", placeholder: "2026-12-01T09:30" },
+    t.once || "");
+  const onceRow = h("div", { class: "trigger-row" },
+    field("Date and time", once, "Local time; it switches itself off after it runs."));
+
+  const rows = { at: atRow, every: everyRow, calendar: calRow, cron: cronRow, once: onceRow };
+  const el = h("fieldset", { class: "trigger-builder" }, h("legend", {}, "When"), kind, atRow, everyRow, calRow,
+    cronRow, onceRow);
   const sync = () => {
     for (const [k, row] of Object.entries(rows)) row.hidden = k !== kind.value;
     dayPicker.hidden = daysMode.value !== "custom";
@@ -106,6 +120,8 @@ function triggerBuilder(trigger) {
       return { type: "event", event_type: "calendar", lead_minutes: parseInt(lead.value || "0", 10) };
     }
     if (kind.value === "every") return { type: "time", every: `${parseInt(every.value || "0", 10)}${unit.value}` };
+    if (kind.value === "cron") return { type: "time", cron: cron.value };
+    if (kind.value === "once") return { type: "time", once: once.value.trim() };
     let d = daysMode.value;
     if (d === "custom") {
       d = dayBoxes.map((l) => l.querySelector("input")).filter((b) => b.checked).map((b) => b.value).join(",");

@@ -546,10 +546,12 @@ function notifierForm(ctx, types, existing, onDone) {
 }
 
 async function loadNotifiers(ctx, env) {
-  const [{ types }, { configs }] = await Promise.all([
+  const [{ types }, { configs }, config] = await Promise.all([
     ctx.api.get("/notifiers/types"),
     ctx.api.get("/notifiers/configs"),
+    ctx.api.get("/config"),
   ]);
+  const isDefault = (n) => config.default_notifier === n.name;
   const formSlot = h("div", { class: "notifier-form-slot" });
   const done = async (changed) => {
     clear(formSlot);
@@ -561,6 +563,15 @@ async function loadNotifiers(ctx, env) {
     test.addEventListener("click", () =>
       busy(ctx, test, () => ctx.api.post(`/notifiers/configs/${encodeURIComponent(n.name)}/test`),
         `Test message sent to ${n.name}.`));
+    // the agent's schedule tool delivers through the default one (issue 11)
+    const makeDefault = h("button", { type: "button", class: "notifier-default" },
+      isDefault(n) ? "Unset default" : "Make default");
+    makeDefault.addEventListener("click", async () => {
+      const r = await busy(ctx, makeDefault,
+        () => ctx.api.patch("/config", { default_notifier: isDefault(n) ? null : n.name }),
+        isDefault(n) ? "No default notifier now." : `${n.name} is the default notifier.`);
+      if (r.ok) await env.notifiersChanged();
+    });
     const edit = h("button", { type: "button", class: "notifier-edit" }, "Edit");
     edit.addEventListener("click", () => {
       clear(formSlot);
@@ -575,9 +586,10 @@ async function loadNotifiers(ctx, env) {
     });
     return h("li", { class: "notifier", dataset: { notifier: n.name } },
       h("strong", {}, n.name), h("span", { class: "badge" }, n.type),
+      isDefault(n) ? h("span", { class: "badge notifier-is-default" }, "default") : null,
       h("span", { class: "notifier-target muted" }, target),
       h("span", { class: "muted" }, `added ${when(n.created_at)}`),
-      h("span", { class: "row-actions" }, test, edit, del));
+      h("span", { class: "row-actions" }, test, makeDefault, edit, del));
   }));
   if (!configs.length) list.append(h("li", { class: "muted" }, "None yet."));
   const add = h("button", { type: "button", class: "notifier-new" }, "Add a notifier");
