@@ -14,6 +14,11 @@ MEMORY_ENABLED = "config.memory_enabled"
 DREAMS_ENABLED = "config.dreams_enabled"
 ACCOUNT_ENABLED = "config.account_enabled"
 WEB_SEARCH_MODE = "config.web_search"
+# USD caps chosen with PATCH /config (a number, or null for "no cap"); unset: the setting.
+BUDGET_DAILY = "config.budget_daily"
+BUDGET_MONTHLY = "config.budget_monthly"
+# + "daily" | "monthly" | "automation": the period whose 80 % notice went out.
+BUDGET_NOTICE_PREFIX = "usage.notice."
 
 DEFAULTS: dict[str, object] = {
     MEMORY_ENABLED: True,

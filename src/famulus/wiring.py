@@ -53,6 +53,8 @@ from famulus.store.calendar_fired import CalendarFiredStore
 from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
 from famulus.store.notifiers import NotifierStore
+from famulus.store.usage import UsageStore
+from famulus.usage.service import UsageService
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Container:
     queue: QueueService
     automations: AutomationService
     calendar_watcher: CalendarWatcher
+    usage: UsageService
 
     @property
     def settings(self) -> Settings:
@@ -109,6 +112,7 @@ def build_container(settings: Settings) -> Container:
     hooks = core.hooks
     env_key = settings.api_key.get_secret_value() if settings.api_key else None
     secrets, llm = _llm(core)
+    usage = _usage(core, llm)
     memory = _memory(core, llm)
     registry = SkillRegistry(settings)
     installer = SkillInstaller(settings, registry)
@@ -149,6 +153,7 @@ def build_container(settings: Settings) -> Container:
         queue=QueueService(core.sessions, chat.pending, core.events, chat.active),
         automations=automations,
         calendar_watcher=watcher,
+        usage=usage,
     )
 
 
@@ -160,6 +165,13 @@ def _llm(core: Core) -> tuple[SecretsStore, LLMService]:
     core.hooks.on_start(llm.default_chat_model_from_env)
     core.hooks.on_stop(llm.oauth.stop)
     return secrets, llm
+
+
+def _usage(core: Core, llm: LLMService) -> UsageService:
+    """The usage ledger meters every model the llm area resolves."""
+    usage = UsageService(UsageStore(core.db), core.kv, core.settings)
+    llm.meter = usage
+    return usage
 
 
 def _memory(core: Core, llm: LLMService) -> MemoryFacade:

@@ -11,6 +11,9 @@ CREATE INDEX runs_session ON runs (session_id, started_at);
 CREATE INDEX runs_status ON runs (status);
 CREATE INDEX sessions_activity ON sessions (archived_at, last_activity DESC);
 CREATE INDEX sessions_origin_activity ON sessions (origin, archived_at, last_activity DESC);
+CREATE INDEX usage_ledger_automation ON usage_ledger (automation_id, ts);
+CREATE INDEX usage_ledger_session ON usage_ledger (session_id, id);
+CREATE INDEX usage_ledger_ts ON usage_ledger (ts);
 CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
 CREATE TABLE automation_runs ( id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, run_id TEXT, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, result TEXT );
 CREATE TABLE automations ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, description TEXT NOT NULL, trigger TEXT NOT NULL, notifiers TEXT NOT NULL DEFAULT '[]', enabled INTEGER NOT NULL DEFAULT 1, writable INTEGER NOT NULL DEFAULT 0, session_id TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_run_at TEXT, next_run_at TEXT, last_result TEXT, last_status TEXT , enabled_at TEXT);
@@ -41,6 +44,7 @@ CREATE TABLE pending_messages ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id
 CREATE TABLE profile_entries ( id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, summary TEXT NOT NULL, source_fact_ids TEXT NOT NULL DEFAULT '[]', source_observation_ids TEXT NOT NULL DEFAULT '[]', confidence REAL NOT NULL DEFAULT 0.8, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, archived_at TEXT );
 CREATE TABLE runs ( id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'cancelled', 'interrupted')), model_id TEXT, skip_approvals INTEGER NOT NULL DEFAULT 0, backgrounded INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0, error TEXT, started_at TEXT NOT NULL, finished_at TEXT );
 CREATE TABLE sessions ( id TEXT PRIMARY KEY, name TEXT NOT NULL, sources TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, last_activity TEXT NOT NULL, archived_at TEXT , origin TEXT NOT NULL DEFAULT 'chat');
+CREATE TABLE usage_ledger ( id INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT NOT NULL, source TEXT NOT NULL, session_id TEXT, run_id TEXT, automation_id INTEGER, provider TEXT NOT NULL, model TEXT NOT NULL, input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0, cost REAL, priced_by TEXT );
 CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.id, old.text); END;
 CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN INSERT INTO facts_fts (rowid, text) VALUES (new.id, new.text); END;
 CREATE TRIGGER facts_au AFTER UPDATE OF text ON facts BEGIN INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.id, old.text); INSERT INTO facts_fts (rowid, text) VALUES (new.id, new.text); END;

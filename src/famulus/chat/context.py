@@ -29,6 +29,7 @@ from famulus.core import Core
 from famulus.errors import Conflict, NotConfigured, UpstreamError
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
+from famulus.usage.tag import tagged
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ class ContextService:
                 return CompactResult("nothing_to_compact", _NOTHING, before_tokens, before_tokens)
             if auto and self._not_worth_it(session_id, resolved, fold):
                 return CompactResult("skipped", _SKIPPED, before_tokens, before_tokens)
-            summary = await compaction.summarize(resolved, before.conversation.summary, fold)
+            with tagged(session_id=session_id, run_id=run_id):
+                summary = await compaction.summarize(resolved, before.conversation.summary, fold)
             await self.c.sessions.store.add_message(
                 session_id,
                 "summary",

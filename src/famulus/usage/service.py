@@ -1,0 +1,182 @@
+"""The usage ledger's keeper: records requests, sums them, enforces budgets.
+
+Budgets are USD caps on the known cost of model requests: a daily and a
+monthly one (``FAMULUS_BUDGET_DAILY`` / ``FAMULUS_BUDGET_MONTHLY``, overridden
+by ``PATCH /config``) and one per automation (its ``budget``, USD a day). Days
+and months are the person's (``FAMULUS_TIMEZONE``). Before each request the
+spend so far is compared with each cap; a cap already reached stops the
+request with ``BudgetExceeded`` (a run ends with a ``run_error`` saying which
+cap and how to raise it; memory jobs back off). Requests of unknown price
+count as nothing. When a request takes the spend past 80 % of a cap, one
+notice per cap and period goes out (``on_notice``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pydantic_ai.usage import RequestUsage
+
+from famulus import config_keys
+from famulus.agent.clock import zone_name
+from famulus.llm.types import ResolvedModel
+from famulus.settings import Settings
+from famulus.store.kv import KVStore
+from famulus.store.usage import UsageEntry, UsageStore
+from famulus.timeutil import iso, utcnow
+from famulus.usage import pricing, tag
+from famulus.usage.tag import UsageTag
+
+log = logging.getLogger(__name__)
+
+NOTICE_SHARE = 0.8
+_UNSET = "unset"  # the kv default that tells "never set" from "set to null (no cap)"
+
+Notice = Callable[[str, UsageTag], Awaitable[None]]
+
+
+class BudgetExceeded(Exception):
+    """A cap is reached; the message says which one and how to raise it."""
+
+
+@dataclass(frozen=True)
+class Cap:
+    name: str  # daily | monthly | automation
+    limit: float
+    since: datetime  # the start of the cap's period (UTC)
+    period: str  # the period's label, for the once-per-period notice
+
+
+class UsageService:
+    def __init__(self, store: UsageStore, kv: KVStore, settings: Settings) -> None:
+        self.store = store
+        self.kv = kv
+        self.settings = settings
+        self.zone = ZoneInfo(zone_name(settings.timezone))
+        self.on_notice: Notice | None = None  # wiring sets where the 80 % notice goes
+
+    # -- budgets --------------------------------------------------------------
+
+    async def budget(self, name: str) -> float | None:
+        """The daily or monthly cap in force: PATCH /config's choice, else the setting."""
+        key = config_keys.BUDGET_DAILY if name == "daily" else config_keys.BUDGET_MONTHLY
+        chosen = await self.kv.get(key, _UNSET)
+        if chosen != _UNSET:
+            return None if chosen is None else float(chosen)
+        return self.settings.budget_daily if name == "daily" else self.settings.budget_monthly
+
+    async def caps(self, t: UsageTag, now: datetime | None = None) -> list[Cap]:
+        local = (now or utcnow()).astimezone(self.zone)
+        day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+        month = day.replace(day=1)
+        found: list[Cap] = []
+        daily, monthly = await self.budget("daily"), await self.budget("monthly")
+        if daily is not None:
+            found.append(Cap("daily", daily, day, day.date().isoformat()))
+        if monthly is not None:
+            found.append(Cap("monthly", monthly, month, month.strftime("%Y-%m")))
+        if t.automation_id is not None and t.automation_budget is not None:
+            period = f"{t.automation_id}:{day.date().isoformat()}"
+            found.append(Cap("automation", t.automation_budget, day, period))
+        return found
+
+    async def spent(self, cap: Cap, t: UsageTag) -> float:
+        only = t.automation_id if cap.name == "automation" else None
+        return await self.store.spent(iso(cap.since), automation_id=only)
+
+    async def before_request(self) -> None:
+        t = tag.current()
+        for cap in await self.caps(t):
+            spent = await self.spent(cap, t)
+            if spent >= cap.limit:
+                raise BudgetExceeded(exceeded_message(cap, spent, t.automation_id))
+
+    # -- the ledger -----------------------------------------------------------
+
+    async def record(
+        self, resolved: ResolvedModel, usage: RequestUsage, details: dict[str, Any] | None
+    ) -> None:
+        t = tag.current()
+        cost, priced_by = pricing.price(resolved, usage, details)
+        await self.store.add(
+            UsageEntry(
+                ts=iso(utcnow()),
+                source=t.source,
+                session_id=t.session_id,
+                run_id=t.run_id,
+                automation_id=t.automation_id,
+                provider=resolved.provider,
+                model=resolved.model_id,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost=cost,
+                priced_by=priced_by,
+            )
+        )
+        if cost:
+            await self._maybe_notice(t)
+
+    async def run_cost(self, run_id: str) -> float | None:
+        return await self.store.run_cost(run_id)
+
+    async def _maybe_notice(self, t: UsageTag) -> None:
+        """One notice per cap and period once the spend passes 80 % of it."""
+        for cap in await self.caps(t):
+            spent = await self.spent(cap, t)
+            if spent < NOTICE_SHARE * cap.limit:
+                continue
+            key = f"{config_keys.BUDGET_NOTICE_PREFIX}{cap.name}"
+            if await self.kv.get(key) == cap.period:
+                continue
+            await self.kv.set(key, cap.period)
+            text = notice_message(cap, spent, t.automation_id)
+            log.warning("%s", text)
+            if self.on_notice is not None:
+                try:
+                    await self.on_notice(text, t)
+                except Exception:  # a failed notice must not fail the request
+                    log.exception("the budget notice could not be delivered")
+
+
+def money(value: float) -> str:
+    return f"${value:.2f}"
+
+
+_HOW = {
+    "daily": ('PATCH /config {"budget_daily": …}', "today", "tomorrow"),
+    "monthly": ('PATCH /config {"budget_monthly": …}', "this month", "next month"),
+    "automation": ('PATCH /automations/{id} {"budget": …}', "today", "tomorrow"),
+}
+
+
+def _which(cap: Cap, automation_id: int | None) -> str:
+    if cap.name == "automation":
+        return f"automation {automation_id}'s daily budget"
+    return f"{cap.name} budget"
+
+
+def exceeded_message(cap: Cap, spent: float, automation_id: int | None) -> str:
+    how, when, wait = _HOW[cap.name]
+    how = how.replace("{id}", str(automation_id))
+    return (
+        f"The {_which(cap, automation_id)} of {money(cap.limit)} is used up"
+        f" ({money(spent)} spent {when}); raise it with {how} or wait until {wait}."
+    )
+
+
+def notice_message(cap: Cap, spent: float, automation_id: int | None) -> str:
+    how, when, _ = _HOW[cap.name]
+    how = how.replace("{id}", str(automation_id))
+    share = round(100 * spent / cap.limit)
+    return (
+        f"famulus has used {share} % of the {_which(cap, automation_id)} of"
+        f" {money(cap.limit)} ({money(spent)} spent {when}); at the cap model requests stop."
+        f" Raise it with {how}."
+    )
