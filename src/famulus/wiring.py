@@ -54,7 +54,7 @@ from famulus.store.deliveries import DeliveryStore
 from famulus.store.llm import CustomModelStore
 from famulus.store.notifiers import NotifierStore
 from famulus.store.usage import UsageStore
-from famulus.usage.service import UsageService
+from famulus.usage.service import UsageService, session_notice
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,7 @@ def _llm(core: Core) -> tuple[SecretsStore, LLMService]:
 def _usage(core: Core, llm: LLMService) -> UsageService:
     """The usage ledger meters every model the llm area resolves."""
     usage = UsageService(UsageStore(core.db), core.kv, core.settings)
+    usage.on_notice = session_notice(core.events)
     llm.meter = usage
     return usage
 

@@ -43,6 +43,8 @@ async def test_default_config_shape(client: httpx.AsyncClient) -> None:
         "chat_model": None,
         "research_model": None,
         "memory_model": None,
+        "budget_daily": None,
+        "budget_monthly": None,
         "integrations": {
             "account": {"enabled": False, "connected": False},
             "memory": {"enabled": True, "dreams": False},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 from genai_prices import Usage, calc_price
@@ -13,6 +14,7 @@ from tests.support.chat_models import events_until, install_model, resolved, scr
 from tests.support.memory_models import install_memory_model
 from tests.support.triggers import never_soon
 
+from famulus.store.usage import UsageEntry
 from famulus.usage import pricing
 
 
@@ -110,3 +112,58 @@ async def test_compaction_memory_and_automation_rows(app: Any, client: httpx.Asy
             break
         await asyncio.sleep(0.05)
     assert rows and rows[0]["automation_id"] == auto["id"] and rows[0]["session_id"]
+
+
+async def _seed(app: Any) -> None:
+    """Three requests over two days, two models, a session and an automation."""
+    store = app.state.container.usage.store
+    rows = [
+        ("2026-03-01T10:00:00.000Z", "chat", "s_1", None, "openai", "gpt-4.1", 100, 0.5),
+        ("2026-03-01T11:00:00.000Z", "automation", "s_2", 7, "openai", "gpt-4.1", 50, 0.25),
+        ("2026-03-02T09:00:00.000Z", "memory", "s_1", None, "custom", "llama", 10, None),
+    ]
+    for ts, source, sid, aid, provider, model, tokens, cost in rows:
+        await store.add(
+            UsageEntry(ts, source, sid, None, aid, provider, model, tokens, 1, 2, 0, cost, None)
+        )
+
+
+async def test_get_usage_groups_and_validation(app: Any, client: httpx.AsyncClient) -> None:
+    app.state.container.usage.zone = ZoneInfo("UTC")
+    await _seed(app)
+    span = {"from": "2026-03-01", "to": "2026-03-02"}
+    r = await client.get("/usage", params={**span, "group_by": "day"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["group_by"] == "day" and body["from"].startswith("2026-03-0")
+    assert body["total"] == {
+        "input_tokens": 160,
+        "output_tokens": 3,
+        "cache_read_tokens": 6,
+        "cost": 0.75,
+        "calls": 3,
+    }
+    days = {g["key"]: g for g in body["groups"]}
+    assert days["2026-03-01"]["cost"] == 0.75 and days["2026-03-01"]["calls"] == 2
+    assert days["2026-03-02"]["cost"] is None  # unknown price, not zero
+    models = (await client.get("/usage", params={**span, "group_by": "model"})).json()
+    assert {g["key"]: g["calls"] for g in models["groups"]} == {
+        "custom:llama": 1,
+        "openai:gpt-4.1": 2,
+    }
+    sources = (await client.get("/usage", params={**span, "group_by": "source"})).json()
+    assert sorted(g["key"] for g in sources["groups"]) == ["automation", "chat", "memory"]
+    autos = (await client.get("/usage", params={**span, "group_by": "automation"})).json()
+    assert {g["key"]: g["cost"] for g in autos["groups"]} == {None: 0.5, "7": 0.25}
+    sessions = (await client.get("/usage", params={**span, "group_by": "session"})).json()
+    assert {g["key"] for g in sessions["groups"]} == {"s_1", "s_2"}
+    one_day = (await client.get("/usage", params={"from": "2026-03-02", "to": "2026-03-02"})).json()
+    assert one_day["total"]["calls"] == 1
+    for bad in (
+        {"group_by": "week"},
+        {"from": "yesterday"},
+        {"from": "2026-03-03", "to": "2026-03-01"},
+    ):
+        assert (await client.get("/usage", params=bad)).status_code == 422, bad
+    default = (await client.get("/usage")).json()
+    assert default["group_by"] == "day" and default["total"]["calls"] == 0

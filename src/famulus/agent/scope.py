@@ -21,7 +21,6 @@ class RunScope:
     origin: str = "chat"  # "chat" or "automation"
     read_only: bool = False  # an automation that may not modify data
     automation_id: int | None = None  # the automation this run works for
-    budget: float | None = None  # USD a day the automation may spend (None: no own cap)
     sources: list[str] = field(default_factory=list)  # used, not yet recorded
 
     def take_sources(self) -> list[str]:

@@ -28,6 +28,7 @@ class AutomationIn(RequestBody):
     notifiers: list[str] = Field(default_factory=list, max_length=20)
     writable: bool = False
     enabled: bool = True
+    budget: float | None = Field(default=None, gt=0)  # USD a day; null: no own cap
 
 
 class AutomationPatch(RequestBody):
@@ -37,6 +38,7 @@ class AutomationPatch(RequestBody):
     notifiers: list[str] | None = Field(default=None, max_length=20)
     writable: bool | None = None
     enabled: bool | None = None
+    budget: float | None = Field(default=None, gt=0)  # null removes the cap
 
 
 class Automation(BaseModel):
@@ -47,6 +49,7 @@ class Automation(BaseModel):
     notifiers: list[str]
     enabled: bool
     writable: bool
+    budget: float | None
     created_at: str
     updated_at: str
     last_run_at: str | None
@@ -191,7 +194,7 @@ async def patch(
 ) -> Automation:
     svc = _svc(c)
     fields = body.model_dump(exclude_unset=True)
-    if any(v is None for v in fields.values()):
+    if any(v is None for k, v in fields.items() if k != "budget"):
         from famulus.errors import InvalidRequest
 
         raise InvalidRequest("Fields may not be null; leave out what you do not change.")

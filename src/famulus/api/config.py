@@ -32,6 +32,9 @@ class ConfigPatch(RequestBody):
     memory_enabled: bool | None = None
     dreams_enabled: bool | None = None
     account_enabled: bool | None = None
+    # USD caps on model spend; null removes the cap (see docs/api.md, Usage).
+    budget_daily: float | None = Field(default=None, gt=0)
+    budget_monthly: float | None = Field(default=None, gt=0)
 
 
 class AccountState(ServiceBody):
@@ -68,6 +71,8 @@ class ConfigOut(ServiceBody):
     research_model: str | None
     memory_model: str | None
     embedding_model: str | None
+    budget_daily: float | None
+    budget_monthly: float | None
     integrations: Integrations
 
 

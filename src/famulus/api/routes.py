@@ -29,6 +29,7 @@ from famulus.api import (
     sessions,
     skills,
     sse,
+    usage,
     web,
 )
 from famulus.api.deps import require_key
@@ -52,6 +53,7 @@ PROTECTED: list[APIRouter] = [
     chat.router,
     context.router,
     automations.router,
+    usage.router,
 ]
 
 

@@ -240,7 +240,6 @@ class Run:
             session_id=self.spec.session_id,
             run_id=self.spec.run_id,
             automation_id=run_scope.automation_id,
-            automation_budget=run_scope.budget,
         )
 
     async def _execute(self) -> None:

@@ -112,6 +112,6 @@ async def run_job(llm: Any, instructions: str, output_type: type[BaseModel], pro
         metered(resolved), output_type=output_type, instructions=instructions, retries=2
     )
     # Memory work is nobody's run: only the session it read stays on the tag.
-    with tagged(source="memory", run_id=None, automation_id=None, automation_budget=None):
+    with tagged(source="memory", run_id=None, automation_id=None):
         result = await agent.run(prompt)
     return result.output

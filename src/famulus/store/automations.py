@@ -20,6 +20,7 @@ _COLUMNS = {
     "enabled",
     "enabled_at",
     "writable",
+    "budget",
     "session_id",
     "last_run_at",
     "next_run_at",
@@ -47,6 +48,7 @@ class AutomationRow:
     # When it last became active: created enabled, enabled again, or its
     # trigger changed while enabled; None while disabled.
     enabled_at: str | None = None
+    budget: float | None = None  # USD a day its runs may spend (None: no own cap)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ def _row(r: sqlite3.Row) -> AutomationRow:
         last_result=r["last_result"],
         last_status=r["last_status"],
         enabled_at=r["enabled_at"],
+        budget=r["budget"],
     )
 
 

@@ -108,6 +108,15 @@ class UsageStore:
 
         return await self.db.read(op)
 
+    async def automation_budget(self, automation_id: int) -> float | None:
+        def op(conn: sqlite3.Connection) -> float | None:
+            row = conn.execute(
+                "SELECT budget FROM automations WHERE id = ?", (automation_id,)
+            ).fetchone()
+            return None if row is None or row[0] is None else float(row[0])
+
+        return await self.db.read(op)
+
     async def run_cost(self, run_id: str) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:
             row = conn.execute(

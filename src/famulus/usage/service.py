@@ -24,12 +24,14 @@ from pydantic_ai.usage import RequestUsage
 
 from famulus import config_keys
 from famulus.agent.clock import zone_name
+from famulus.events import EventHub
 from famulus.llm.types import ResolvedModel
 from famulus.settings import Settings
 from famulus.store.kv import KVStore
 from famulus.store.usage import UsageEntry, UsageStore
 from famulus.timeutil import iso, utcnow
 from famulus.usage import pricing, tag
+from famulus.usage.report import usage_report
 from famulus.usage.tag import UsageTag
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,16 @@ NOTICE_SHARE = 0.8
 _UNSET = "unset"  # the kv default that tells "never set" from "set to null (no cap)"
 
 Notice = Callable[[str, UsageTag], Awaitable[None]]
+
+
+async def budget_in_force(kv: KVStore, settings: Settings, name: str) -> float | None:
+    """The daily or monthly cap in force: PATCH /config's choice (a number, or
+    null for none), else the setting."""
+    key = config_keys.BUDGET_DAILY if name == "daily" else config_keys.BUDGET_MONTHLY
+    chosen = await kv.get(key, _UNSET)
+    if chosen != _UNSET:
+        return None if chosen is None else float(chosen)
+    return settings.budget_daily if name == "daily" else settings.budget_monthly
 
 
 class BudgetExceeded(Exception):
@@ -63,12 +75,7 @@ class UsageService:
     # -- budgets --------------------------------------------------------------
 
     async def budget(self, name: str) -> float | None:
-        """The daily or monthly cap in force: PATCH /config's choice, else the setting."""
-        key = config_keys.BUDGET_DAILY if name == "daily" else config_keys.BUDGET_MONTHLY
-        chosen = await self.kv.get(key, _UNSET)
-        if chosen != _UNSET:
-            return None if chosen is None else float(chosen)
-        return self.settings.budget_daily if name == "daily" else self.settings.budget_monthly
+        return await budget_in_force(self.kv, self.settings, name)
 
     async def caps(self, t: UsageTag, now: datetime | None = None) -> list[Cap]:
         local = (now or utcnow()).astimezone(self.zone)
@@ -80,9 +87,11 @@ class UsageService:
             found.append(Cap("daily", daily, day, day.date().isoformat()))
         if monthly is not None:
             found.append(Cap("monthly", monthly, month, month.strftime("%Y-%m")))
-        if t.automation_id is not None and t.automation_budget is not None:
-            period = f"{t.automation_id}:{day.date().isoformat()}"
-            found.append(Cap("automation", t.automation_budget, day, period))
+        own = (
+            None if t.automation_id is None else await self.store.automation_budget(t.automation_id)
+        )
+        if own is not None:
+            found.append(Cap("automation", own, day, day.date().isoformat()))
         return found
 
     async def spent(self, cap: Cap, t: UsageTag) -> float:
@@ -126,13 +135,19 @@ class UsageService:
     async def run_cost(self, run_id: str) -> float | None:
         return await self.store.run_cost(run_id)
 
+    async def report(self, start: str | None, end: str | None, group_by: str) -> dict[str, Any]:
+        """GET /usage's body (``usage.report`` says how the range is read)."""
+        return await usage_report(self.store.sums, self.zone, start, end, group_by)
+
     async def _maybe_notice(self, t: UsageTag) -> None:
         """One notice per cap and period once the spend passes 80 % of it."""
         for cap in await self.caps(t):
             spent = await self.spent(cap, t)
             if spent < NOTICE_SHARE * cap.limit:
                 continue
-            key = f"{config_keys.BUDGET_NOTICE_PREFIX}{cap.name}"
+            key = config_keys.BUDGET_NOTICE_PREFIX + cap.name
+            if cap.name == "automation":
+                key += f".{t.automation_id}"
             if await self.kv.get(key) == cap.period:
                 continue
             await self.kv.set(key, cap.period)
@@ -146,7 +161,10 @@ class UsageService:
 
 
 def money(value: float) -> str:
-    return f"${value:.2f}"
+    """Cents, or more digits for amounts below a cent (a test cap, one cheap request)."""
+    if value == 0 or value >= 0.01:
+        return f"${value:,.2f}"
+    return "$" + f"{value:.6f}".rstrip("0")
 
 
 _HOW = {
@@ -180,3 +198,14 @@ def notice_message(cap: Cap, spent: float, automation_id: int | None) -> str:
         f" {money(cap.limit)} ({money(spent)} spent {when}); at the cap model requests stop."
         f" Raise it with {how}."
     )
+
+
+def session_notice(events: EventHub) -> Notice:
+    """Until famulus has a default notifier, a budget notice is a ``budget_notice``
+    event in the session whose request crossed 80 % (and a log warning)."""
+
+    async def notice(text: str, t: UsageTag) -> None:
+        if t.session_id is not None:
+            await events.publish(t.session_id, "budget_notice", message=text)
+
+    return notice

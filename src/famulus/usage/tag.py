@@ -24,7 +24,6 @@ class UsageTag:
     session_id: str | None = None
     run_id: str | None = None
     automation_id: int | None = None
-    automation_budget: float | None = None  # USD a day this automation may spend
 
 
 _current: ContextVar[UsageTag | None] = ContextVar("famulus_usage_tag", default=None)

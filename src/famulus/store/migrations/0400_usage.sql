@@ -23,3 +23,6 @@ CREATE TABLE usage_ledger (
 CREATE INDEX usage_ledger_ts ON usage_ledger (ts);
 CREATE INDEX usage_ledger_session ON usage_ledger (session_id, id);
 CREATE INDEX usage_ledger_automation ON usage_ledger (automation_id, ts);
+
+-- An automation's own cap: USD a day its runs may spend (NULL: none).
+ALTER TABLE automations ADD COLUMN budget REAL;
