@@ -127,6 +127,7 @@ def build_container(settings: Settings) -> Container:
     hooks.toolsets(calendar_tools.provider(core))
     hooks.toolsets(mail_tools.provider(core))
     chat, context = _chat(core, llm, memory, registry)
+    chat.turns.context_scale = usage.context_scale  # GET /context counts like the provider
     automations = _automations(core, chat, notifiers, deliveries, memory)
     watcher = CalendarWatcher(core, automations, CalendarFiredStore(core.db))
     hooks.on_start(watcher.start)  # after the automations it fires, stopped before them

@@ -167,3 +167,22 @@ async def test_get_usage_groups_and_validation(app: Any, client: httpx.AsyncClie
         assert (await client.get("/usage", params=bad)).status_code == 422, bad
     default = (await client.get("/usage")).json()
     assert default["group_by"] == "day" and default["total"]["calls"] == 0
+
+
+async def test_context_follows_the_providers_count(app: Any, client: httpx.AsyncClient) -> None:
+    """The provider counted 4× our estimate (as for Chinese text): /context follows it."""
+    install_model(app, scripted("ok"))
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    estimated = (await client.get("/context", params={"session_id": sid})).json()["total"]
+    store = app.state.container.usage.store
+
+    def entry(source: str, reported: int) -> UsageEntry:
+        ts = "2026-03-01T10:00:00.000Z"
+        return UsageEntry(
+            ts, source, sid, "r", None, "openai", "m", reported, 1, 0, 0, None, None, 1000
+        )
+
+    await store.add(entry("chat", 4000))
+    await store.add(entry("research", 500))  # a sub-agent's request is another context
+    reported = (await client.get("/context", params={"session_id": sid})).json()["total"]
+    assert reported == round(estimated * 4)

@@ -22,7 +22,11 @@ class UsageMeter(Protocol):
     async def before_request(self) -> None: ...
 
     async def record(
-        self, resolved: ResolvedModel, usage: RequestUsage, details: dict[str, Any] | None
+        self,
+        resolved: ResolvedModel,
+        usage: RequestUsage,
+        details: dict[str, Any] | None,
+        estimated_input: int | None,
     ) -> None: ...
 
     async def run_cost(self, run_id: str) -> float | None: ...

@@ -40,6 +40,7 @@ class UsageEntry:
     cache_write_tokens: int
     cost: float | None
     priced_by: str | None
+    estimated_input: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class UsageSum:
 class LastRequest:
     ts: str
     input_tokens: int
-    output_tokens: int
+    estimated_input: int | None
 
 
 class UsageStore:
@@ -71,8 +72,8 @@ class UsageStore:
             conn.execute(
                 "INSERT INTO usage_ledger (ts, source, session_id, run_id, automation_id,"
                 " provider, model, input_tokens, output_tokens, cache_read_tokens,"
-                " cache_write_tokens, cost, priced_by)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " cache_write_tokens, cost, priced_by, estimated_input)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     e.ts,
                     e.source,
@@ -87,6 +88,7 @@ class UsageStore:
                     e.cache_write_tokens,
                     e.cost,
                     e.priced_by,
+                    e.estimated_input,
                 ),
             )
 
@@ -136,7 +138,7 @@ class UsageStore:
 
         def op(conn: sqlite3.Connection) -> LastRequest | None:
             row = conn.execute(
-                "SELECT ts, input_tokens, output_tokens FROM usage_ledger"
+                "SELECT ts, input_tokens, estimated_input FROM usage_ledger"
                 f" WHERE session_id = ? AND source IN ({marks}) ORDER BY id DESC LIMIT 1",
                 (session_id, *sources),
             ).fetchone()

@@ -14,12 +14,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from famulus.agent.tokens import messages_tokens, text_tokens, tool_tokens
 from famulus.llm.types import ResolvedModel, UsageMeter
+
+# The ``system`` of pydantic-ai's in-process models (FunctionModel, TestModel).
+LOCAL_SYSTEMS = frozenset({"function", "test"})
 
 
 class MeteredModel(WrapperModel):
@@ -28,6 +32,13 @@ class MeteredModel(WrapperModel):
         self.resolved = resolved
         self.meter = meter
 
+    def _estimate(self, messages: list[ModelMessage], params: ModelRequestParameters) -> int | None:
+        """Our estimate of the request, kept to compare with the provider's count;
+        None for pydantic-ai's local stand-ins, whose usage is a guess of their own."""
+        if self.system in LOCAL_SYSTEMS:
+            return None
+        return estimate_input(messages, params)
+
     async def request(
         self,
         messages: list[ModelMessage],
@@ -35,8 +46,9 @@ class MeteredModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         await self.meter.before_request()
+        estimated = self._estimate(messages, model_request_parameters)
         response = await self.wrapped.request(messages, model_settings, model_request_parameters)
-        await self.meter.record(self.resolved, response.usage, response.provider_details)
+        await self.meter.record(self.resolved, response.usage, response.provider_details, estimated)
         return response
 
     @asynccontextmanager
@@ -48,6 +60,7 @@ class MeteredModel(WrapperModel):
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
         await self.meter.before_request()
+        estimated = self._estimate(messages, model_request_parameters)
         async with self.wrapped.request_stream(
             messages, model_settings, model_request_parameters, run_context
         ) as stream:
@@ -56,8 +69,23 @@ class MeteredModel(WrapperModel):
             finally:
                 # A stream cut short (cancelled) still cost what it used so far.
                 done = stream.get()
-                record = self.meter.record(self.resolved, done.usage, done.provider_details)
+                record = self.meter.record(
+                    self.resolved, done.usage, done.provider_details, estimated
+                )
                 await asyncio.shield(record)
+
+
+def estimate_input(messages: list[ModelMessage], params: ModelRequestParameters) -> int:
+    """What ``agent.tokens`` estimates the request carries: instructions,
+    messages and tool definitions, the same parts ``Prepared.estimate_tokens`` counts."""
+    instructions = next(
+        (m.instructions for m in reversed(messages) if isinstance(m, ModelRequest)), None
+    )
+    return (
+        messages_tokens(messages)
+        + tool_tokens(params.tool_defs.values())
+        + text_tokens(instructions or "")
+    )
 
 
 def metered(resolved: ResolvedModel, inner: Model | None = None) -> Model:

@@ -108,7 +108,11 @@ class UsageService:
     # -- the ledger -----------------------------------------------------------
 
     async def record(
-        self, resolved: ResolvedModel, usage: RequestUsage, details: dict[str, Any] | None
+        self,
+        resolved: ResolvedModel,
+        usage: RequestUsage,
+        details: dict[str, Any] | None,
+        estimated_input: int | None,
     ) -> None:
         t = tag.current()
         cost, priced_by = pricing.price(resolved, usage, details)
@@ -127,6 +131,7 @@ class UsageService:
                 cache_write_tokens=usage.cache_write_tokens,
                 cost=cost,
                 priced_by=priced_by,
+                estimated_input=estimated_input,
             )
         )
         if cost:
@@ -134,6 +139,21 @@ class UsageService:
 
     async def run_cost(self, run_id: str) -> float | None:
         return await self.store.run_cost(run_id)
+
+    async def context_scale(self, session_id: str) -> float | None:
+        """How far the provider's count of the session's last main-agent request
+        was from our estimate of it (reported / estimated); None when unknown.
+
+        The estimate counts about 4 characters a token, which is about 4× too
+        low for Chinese or Japanese text; scaling by what the provider reported
+        for the same session makes GET /context and the automatic compaction
+        trigger follow the provider's own count, while what changed since that
+        request (new messages, a compaction) is still taken into account.
+        """
+        last = await self.store.last_request(session_id, ("chat", "automation"))
+        if last is None or not last.input_tokens or not last.estimated_input:
+            return None
+        return last.input_tokens / last.estimated_input
 
     async def report(self, start: str | None, end: str | None, group_by: str) -> dict[str, Any]:
         """GET /usage's body (``usage.report`` says how the range is read)."""

@@ -17,6 +17,9 @@ CREATE TABLE usage_ledger (
     output_tokens      INTEGER NOT NULL DEFAULT 0,
     cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
     cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    -- the 4-characters-a-token estimate of what was sent (GET /context scales
+    -- its estimates by input_tokens / estimated_input of a session's last request)
+    estimated_input    INTEGER,
     cost               REAL,
     priced_by          TEXT
 );
