@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -186,3 +189,31 @@ async def test_context_follows_the_providers_count(app: Any, client: httpx.Async
     await store.add(entry("research", 500))  # a sub-agent's request is another context
     reported = (await client.get("/context", params={"session_id": sid})).json()["total"]
     assert reported == round(estimated * 4)
+
+
+def _famulus_usage(settings: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAMULUS_")}
+    env |= {"FAMULUS_HOME": str(settings.home), "FAMULUS_TIMEZONE": "UTC", "COLUMNS": "200"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    return subprocess.run(
+        [sys.executable, "-m", "famulus.cli", "usage", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_famulus_usage_prints_a_table(app: Any, settings: Any) -> None:
+    """Read-only from the database, beside the running app."""
+    await _seed(app)
+    span = ("--from", "2026-03-01", "--to", "2026-03-02")
+    done = await asyncio.to_thread(_famulus_usage, settings, *span, "--by", "model")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    gpt = next(line for line in lines if "openai:gpt-4.1" in line)
+    assert "$0.7500" in gpt and " 150 " in gpt
+    assert "unknown" in next(line for line in lines if "custom:llama" in line)
+    assert "$0.7500" in next(line for line in lines if "Total" in line)
+    bad = await asyncio.to_thread(_famulus_usage, settings, "--by", "week")
+    assert bad.returncode == 2 and "--by must be one of" in bad.stderr

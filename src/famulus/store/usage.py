@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 from famulus.store.db import Database, WriteOp
 
@@ -145,6 +146,23 @@ class UsageStore:
             return LastRequest(row[0], row[1], row[2]) if row else None
 
         return await self.db.read(op)
+
+
+def sums_from_file(path: Path, start: str, end: str, group_by: str) -> list[UsageSum]:
+    """``sums`` read from a database file opened read-only (``famulus usage``):
+    it works beside a running server (WAL readers never block its writer).
+    A database without a ledger yet has no usage."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return sums_sync(conn, start, end, group_by)
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    finally:
+        conn.close()
 
 
 def sums_sync(conn: sqlite3.Connection, start: str, end: str, group_by: str) -> list[UsageSum]:
