@@ -11,12 +11,14 @@ import { view as automations } from "./views/automations.js";
 import { view as memory } from "./views/memory.js";
 import { view as settings } from "./views/settings.js";
 import { view as skills } from "./views/skills.js";
+import { view as usage } from "./views/usage.js";
 
 const VIEWS = [
   chat,
   memory,
   automations,
   skills,
+  usage,
   settings,
 ];
 
