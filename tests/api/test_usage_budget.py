@@ -71,3 +71,28 @@ async def test_automation_budget(app: Any, client: httpx.AsyncClient) -> None:
     assert f'PATCH /automations/{auto["id"]} {{"budget": …}}' in last["last_result"]
     r = await client.patch(f"/automations/{auto['id']}", json={"budget": None})
     assert r.status_code == 200 and r.json()["budget"] is None
+
+
+async def test_a_reached_budget_pauses_memory_and_refuses_compaction(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    from famulus.store.usage import UsageEntry
+    from famulus.timeutil import now_iso
+
+    sid = (await client.post("/sessions", json={})).json()["session_id"]
+    store = app.state.container.sessions.store
+    for i in range(3):
+        await store.add_message(sid, "user", f"question {i}")
+        await store.add_message(sid, "assistant", f"answer {i}")
+    install_model(app, scripted("SUMMARY"))
+    spent = UsageEntry(now_iso(), "chat", None, None, None, "openai", "m", 1, 1, 0, 0, 2.0, None)
+    await app.state.container.usage.store.add(spent)
+    await client.patch("/config", json={"budget_monthly": 1.5})
+    r = await client.post("/compact", json={"session_id": sid})
+    assert r.status_code == 409 and "monthly budget of $1.50" in r.json()["detail"], r.text
+    assert "wait until next month" in r.json()["detail"]
+    r = await client.post("/memory/extract", json={"session_id": sid})
+    assert r.status_code == 409 and "budget_monthly" in r.json()["detail"], r.text
+    jobs = app.state.container.memory.jobs
+    await jobs._later(sid, 0)  # the quiet timer firing: paused, not raised
+    assert jobs._failures[sid] == 1

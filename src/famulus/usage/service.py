@@ -24,6 +24,7 @@ from pydantic_ai.usage import RequestUsage
 
 from famulus import config_keys
 from famulus.agent.clock import zone_name
+from famulus.errors import Conflict
 from famulus.events import EventHub
 from famulus.llm.types import ResolvedModel
 from famulus.settings import Settings
@@ -52,8 +53,11 @@ async def budget_in_force(kv: KVStore, settings: Settings, name: str) -> float |
     return settings.budget_daily if name == "daily" else settings.budget_monthly
 
 
-class BudgetExceeded(Exception):
-    """A cap is reached; the message says which one and how to raise it."""
+class BudgetExceeded(Conflict):
+    """A cap is reached; the message says which one and how to raise it.
+
+    A 409 where a request waits on it directly (POST /compact, POST
+    /memory/extract); a run turns it into its run_error."""
 
 
 @dataclass(frozen=True)
