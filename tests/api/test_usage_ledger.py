@@ -217,3 +217,25 @@ async def test_famulus_usage_prints_a_table(app: Any, settings: Any) -> None:
     assert "$0.7500" in next(line for line in lines if "Total" in line)
     bad = await asyncio.to_thread(_famulus_usage, settings, "--by", "week")
     assert bad.returncode == 2 and "--by must be one of" in bad.stderr
+
+
+async def test_context_uses_what_a_real_client_reported(
+    app: Any, client: httpx.AsyncClient, allow_model_requests: None
+) -> None:
+    """An OpenAI-compatible server counts 50 000 prompt tokens for a short chat
+    (as a tokenizer might for dense CJK text): /context follows its count."""
+    from tests.support.scripted_openai import ScriptedOpenAI, Turn
+
+    from famulus.llm.builder import build_model
+
+    with ScriptedOpenAI() as server:
+        model = build_model("custom", "scripted-model", api_key=None, base_url=server.base_url)
+        install_model(app, model)
+        sid = (await client.post("/sessions", json={})).json()["session_id"]
+        server.push(Turn(text="好的", prompt_tokens=50_000))
+        events = await _chat(app, client, sid, "你好" * 100)
+        assert events[-1]["usage"]["prompt_tokens"] == 50_000
+        row = ledger(app)[-1]
+        assert row["input_tokens"] == 50_000 and 0 < row["estimated_input"] < 10_000
+        total = (await client.get("/context", params={"session_id": sid})).json()["total"]
+        assert total >= 50_000  # the estimate alone would say under 10 000
