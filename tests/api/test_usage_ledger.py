@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 from genai_prices import Usage, calc_price
+from genai_prices.data_snapshot import get_snapshot
 from pydantic_ai.usage import RequestUsage
 from tests.support.chat_models import events_until, install_model, resolved, scripted
 from tests.support.memory_models import install_memory_model
@@ -79,6 +80,8 @@ def test_unknown_prices_stay_unknown() -> None:
     cost, by = pricing.price(claude, usage)
     direct = calc_price(usage, "claude-sonnet-4-5", provider_id="anthropic").total_price
     assert by == "genai-prices" and cost == float(direct)
+    # Priced offline, from the bundled snapshot: no price updater was started.
+    assert get_snapshot().from_auto_update is False
     # Cache reads are cheaper than fresh input: the price is not input × rate.
     fresh = RequestUsage(input_tokens=1000, output_tokens=10)
     assert cost < float(calc_price(fresh, "claude-sonnet-4-5", provider_id="anthropic").total_price)
