@@ -198,6 +198,29 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+@app.command()
+def usage(
+    from_: str | None = typer.Option(None, "--from", help="First day (YYYY-MM-DD) or datetime."),
+    to: str | None = typer.Option(None, "--to", help="Last day (YYYY-MM-DD) or datetime."),
+    by: str = typer.Option("day", "--by", help="day, model, source, session or automation."),
+) -> None:
+    """Print tokens and spend from the usage ledger (default: the last 30 days by day).
+
+    Reads this home's database read-only, with or without a running server."""
+    from famulus.errors import InvalidRequest
+    from famulus.usage.report import GROUP_BY
+    from famulus.usage.table import print_report
+
+    if by not in GROUP_BY:
+        typer.echo(f"famulus: --by must be one of {', '.join(GROUP_BY)}", err=True)
+        raise typer.Exit(2)
+    try:
+        print_report(load_settings(), from_, to, by)
+    except InvalidRequest as exc:
+        typer.echo(f"famulus: {exc.detail}", err=True)
+        raise typer.Exit(2) from None
+
+
 @service_app.command("install")
 def service_install(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the unit; write nothing."),

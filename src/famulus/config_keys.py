@@ -16,6 +16,11 @@ ACCOUNT_ENABLED = "config.account_enabled"
 WEB_SEARCH_MODE = "config.web_search"
 # The notifier name the agent's ``schedule`` tool uses when none is named.
 DEFAULT_NOTIFIER = "config.default_notifier"
+# USD caps chosen with PATCH /config (a number, or null for "no cap"); unset: the setting.
+BUDGET_DAILY = "config.budget_daily"
+BUDGET_MONTHLY = "config.budget_monthly"
+# + "daily" | "monthly" | "automation": the period whose 80 % notice went out.
+BUDGET_NOTICE_PREFIX = "usage.notice."
 
 DEFAULTS: dict[str, object] = {
     MEMORY_ENABLED: True,

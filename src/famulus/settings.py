@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     auth_max_failures: int = 10
     auth_failure_window_s: float = 60.0
 
+    # Spend caps in USD on model requests (unset: no cap); PATCH /config overrides them.
+    budget_daily: float | None = Field(default=None, gt=0)
+    budget_monthly: float | None = Field(default=None, gt=0)
+
     # Event stream
     sse_ping_interval_s: float = 15.0
 

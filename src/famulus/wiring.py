@@ -61,6 +61,8 @@ from famulus.store.mcp_servers import McpServerStore
 from famulus.store.notifiers import NotifierStore
 from famulus.store.openai_sessions import OpenAISessionStore
 from famulus.store.telegram import TelegramStore
+from famulus.store.usage import UsageStore
+from famulus.usage.service import UsageService, budget_notice
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Container:
     mcp_servers: McpRegistry
     openai: OpenAICompat
     telegram: TelegramChannel
+    usage: UsageService
 
     @property
     def settings(self) -> Settings:
@@ -120,6 +123,7 @@ def build_container(settings: Settings) -> Container:
     hooks = core.hooks
     env_key = settings.api_key.get_secret_value() if settings.api_key else None
     secrets, llm = _llm(core)
+    usage = _usage(core, llm)
     memory = _memory(core, llm)
     registry = SkillRegistry(settings)
     installer = SkillInstaller(settings, registry)
@@ -129,12 +133,14 @@ def build_container(settings: Settings) -> Container:
     skill_tools = skill_toolset(SkillTools(services))
     hooks.toolsets(_always([skill_tools]))
     notifiers, deliveries = _notify(core, llm, secrets)
+    usage.on_notice = budget_notice(core.events, notifiers)
     web = WebService(core, llm)
     hooks.toolsets(web_tools.provider(web))
     hooks.toolsets(calendar_tools.provider(core))
     hooks.toolsets(mail_tools.provider(core))
     mcp_servers = _mcp_servers(core, secrets)
     chat, context = _chat(core, llm, memory, registry)
+    chat.turns.context_scale = usage.context_scale  # GET /context counts like the provider
     automations = _automations(core, chat, notifiers, deliveries, memory)
     watcher = CalendarWatcher(core, automations, CalendarFiredStore(core.db))
     hooks.on_start(watcher.start)  # after the automations it fires, stopped before them
@@ -165,6 +171,7 @@ def build_container(settings: Settings) -> Container:
         mcp_servers=mcp_servers,
         openai=OpenAICompat(core, chat, OpenAISessionStore(core.db)),
         telegram=telegram,
+        usage=usage,
     )
 
 
@@ -176,6 +183,13 @@ def _llm(core: Core) -> tuple[SecretsStore, LLMService]:
     core.hooks.on_start(llm.default_chat_model_from_env)
     core.hooks.on_stop(llm.oauth.stop)
     return secrets, llm
+
+
+def _usage(core: Core, llm: LLMService) -> UsageService:
+    """The usage ledger meters every model the llm area resolves."""
+    usage = UsageService(UsageStore(core.db), core.kv, core.settings)
+    llm.meter = usage
+    return usage
 
 
 def _memory(core: Core, llm: LLMService) -> MemoryFacade:

@@ -44,6 +44,8 @@ async def test_default_config_shape(client: httpx.AsyncClient) -> None:
         "research_model": None,
         "memory_model": None,
         "default_notifier": None,
+        "budget_daily": None,
+        "budget_monthly": None,
         "integrations": {
             "account": {"enabled": False, "connected": False},
             "memory": {"enabled": True, "dreams": False},

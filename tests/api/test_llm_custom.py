@@ -176,11 +176,13 @@ async def test_an_override_answers_only_within_its_with(app: Any) -> None:
     llm = app.state.container.llm
     outer = resolved(TestModel(), model_id="outer")
     with llm.override("chat", outer):
-        assert (await llm.resolve("chat")) is outer
-        assert (await llm.resolve("memory")) is outer  # no memory model: it falls back to chat
+        # The same model, handed out with the usage meter attached (see LLMService.resolve).
+        chosen = await llm.resolve("chat")
+        assert chosen.model is outer.model and chosen.meter is app.state.container.usage
+        assert (await llm.resolve("memory")).model is outer.model  # falls back to chat
         with llm.override("chat", resolved(TestModel(), model_id="inner")):
             assert (await llm.resolve("chat")).model_id == "inner"
-        assert (await llm.resolve("chat")) is outer
+        assert (await llm.resolve("chat")).model is outer.model
     with pytest.raises(NotConfigured):
         await llm.resolve("chat")
     with pytest.raises(ValueError, match="unknown role"), llm.override("drafting", outer):

@@ -19,6 +19,8 @@ from famulus.agent.retry import RetryingModel
 from famulus.agent.tokens import text_tokens
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
+from famulus.usage.model import metered
+from famulus.usage.tag import tagged
 
 KEEP_USER_TURNS = 2
 AUTO_THRESHOLD = 0.8
@@ -79,12 +81,13 @@ def transcript(rows: list[MessageRow]) -> str:
 
 async def summarize(resolved: ResolvedModel, previous: str | None, rows: list[MessageRow]) -> str:
     agent: Agent[None, str] = Agent(
-        RetryingModel(resolved.model), instructions=SUMMARY_INSTRUCTIONS
+        metered(resolved, RetryingModel(resolved.model)), instructions=SUMMARY_INSTRUCTIONS
     )
     body = transcript(rows)
     if previous:
         body = f"Summary so far:\n{previous}\n\nLater conversation:\n{body}"
-    result = await agent.run(body, usage_limits=SUMMARY_LIMITS)
+    with tagged(source="compaction"):
+        result = await agent.run(body, usage_limits=SUMMARY_LIMITS)
     summary = result.output.strip()
     if not summary:
         raise EmptySummary("the model returned an empty summary")

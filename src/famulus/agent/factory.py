@@ -29,6 +29,7 @@ from famulus.agent.tokens import messages_tokens, text_tokens, tool_tokens
 from famulus.agent.tools import directives_toolset, time_toolset, tool_descriptions
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow, SessionRow
+from famulus.usage.model import metered
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ async def prepare(
         )
     )
     agent: Agent[AgentDeps, str] = Agent(
-        RetryingModel(resolved.model),
+        metered(resolved, RetryingModel(resolved.model)),
         deps_type=AgentDeps,
         instructions=system_prompt,
         toolsets=toolsets,

@@ -24,6 +24,7 @@ from pydantic_ai.exceptions import (
 )
 
 from famulus.llm.types import ResolvedModel
+from famulus.usage.service import BudgetExceeded
 
 MAX_DETAIL = 300
 MAX_BODY_MESSAGE = 200
@@ -121,6 +122,8 @@ def describe(  # noqa: PLR0911 - one branch per cause
         return Failure(
             "Could not reach the model provider. Check the network and its base URL.", True
         )
+    if isinstance(exc, BudgetExceeded):
+        return Failure(str(exc), False)
     if isinstance(exc, UsageLimitExceeded):
         return Failure(f"The run stopped at its usage limit: {_detail(exc)}", True)
     if isinstance(exc, ModelHTTPError):

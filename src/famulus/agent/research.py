@@ -20,6 +20,8 @@ from famulus.agent.driver import drive
 from famulus.agent.sink import AgentDeps
 from famulus.agent.tools import time_toolset, tool_descriptions
 from famulus.llm.types import ResolvedModel
+from famulus.usage.model import metered
+from famulus.usage.tag import tagged
 
 RESEARCH_LIMITS = UsageLimits(request_limit=8, tool_calls_limit=16, total_tokens_limit=200_000)
 RESEARCH_INSTRUCTIONS = (
@@ -47,7 +49,7 @@ def research_toolset(
         resolved = await resolve()
         sub_tools: list[AbstractToolset[AgentDeps]] = [time_toolset(), *shared]
         sub = Agent(
-            resolved.model,
+            metered(resolved),
             deps_type=AgentDeps,
             instructions=RESEARCH_INSTRUCTIONS,
             toolsets=sub_tools,
@@ -62,14 +64,15 @@ def research_toolset(
             descriptions=tool_descriptions(sub_tools),
         )
         await ctx.deps.sink.emit("thinking", status="Researching…")
-        result = await drive(
-            sub,
-            prompt=question,
-            history=[],
-            deps=deps,
-            limits=RESEARCH_LIMITS,
-            descriptions=deps.descriptions,
-        )
+        with tagged(source="research"):
+            result = await drive(
+                sub,
+                prompt=question,
+                history=[],
+                deps=deps,
+                limits=RESEARCH_LIMITS,
+                descriptions=deps.descriptions,
+            )
         ctx.usage.incr(result.usage)
         return result.output
 

@@ -30,6 +30,7 @@ class AutomationIn(RequestBody):
     writable: bool = False
     enabled: bool = True
     kind: Literal["task", "reminder"] = "task"
+    budget: float | None = Field(default=None, gt=0)  # USD a day; null: no own cap
 
 
 class AutomationPatch(RequestBody):
@@ -40,6 +41,7 @@ class AutomationPatch(RequestBody):
     writable: bool | None = None
     enabled: bool | None = None
     kind: Literal["task", "reminder"] | None = None
+    budget: float | None = Field(default=None, gt=0)  # null removes the cap
 
 
 class Automation(BaseModel):
@@ -51,6 +53,7 @@ class Automation(BaseModel):
     notifiers: list[str]
     enabled: bool
     writable: bool
+    budget: float | None
     created_at: str
     updated_at: str
     last_run_at: str | None
@@ -234,7 +237,7 @@ async def patch(
 ) -> Automation:
     svc = _svc(c)
     fields = body.model_dump(exclude_unset=True)
-    if any(v is None for v in fields.values()):
+    if any(v is None for k, v in fields.items() if k != "budget"):
         from famulus.errors import InvalidRequest
 
         raise InvalidRequest("Fields may not be null; leave out what you do not change.")

@@ -33,6 +33,9 @@ class ConfigPatch(RequestBody):
     dreams_enabled: bool | None = None
     account_enabled: bool | None = None
     default_notifier: str | None = Field(default=None, min_length=1, max_length=64)
+    # USD caps on model spend; null removes the cap (see docs/api.md, Usage).
+    budget_daily: float | None = Field(default=None, gt=0)
+    budget_monthly: float | None = Field(default=None, gt=0)
 
 
 class AccountState(ServiceBody):
@@ -70,6 +73,8 @@ class ConfigOut(ServiceBody):
     memory_model: str | None
     embedding_model: str | None
     default_notifier: str | None  # a notifier name; the agent's schedule tool uses it
+    budget_daily: float | None
+    budget_monthly: float | None
     integrations: Integrations
 
 

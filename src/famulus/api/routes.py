@@ -32,6 +32,7 @@ from famulus.api import (
     sessions,
     skills,
     sse,
+    usage,
     web,
 )
 from famulus.api.deps import require_key
@@ -58,6 +59,7 @@ PROTECTED: list[APIRouter] = [
     mcp_servers.router,
     openai_compat.router,
     channels.router,
+    usage.router,
 ]
 
 

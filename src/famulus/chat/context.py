@@ -29,6 +29,7 @@ from famulus.core import Core
 from famulus.errors import Conflict, NotConfigured, UpstreamError
 from famulus.llm.types import ResolvedModel
 from famulus.store.sessions import MessageRow
+from famulus.usage.tag import tagged
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class ContextService:
         return ContextReport(
             model=resolved.model_id if resolved else None,
             limit=resolved.context_window if resolved else None,
-            total=prepared.estimate_tokens(),
+            total=await self.turns.measure(session.session_id, prepared),
             message_count=len(prepared.conversation.rows),
             tool_count=len(prepared.tool_definitions()),
         )
@@ -124,7 +125,7 @@ class ContextService:
         prepared = await self._prepared(session_id, _NO_MODEL)
         if compaction.rows_to_fold(prepared.conversation):
             return None
-        tokens = prepared.estimate_tokens()
+        tokens = await self.turns.measure(session_id, prepared)
         return CompactResult("nothing_to_compact", _NOTHING, tokens, tokens)
 
     async def auto_compact(self, session_id: str, resolved: ResolvedModel, *, run_id: str) -> bool:
@@ -162,13 +163,14 @@ class ContextService:
     ) -> CompactResult:
         async with self._locks[session_id]:
             before = await self._prepared(session_id, resolved)
-            before_tokens = before.estimate_tokens()
+            before_tokens = await self.turns.measure(session_id, before)
             fold = compaction.rows_to_fold(before.conversation)
             if not fold:
                 return CompactResult("nothing_to_compact", _NOTHING, before_tokens, before_tokens)
             if auto and self._not_worth_it(session_id, resolved, fold):
                 return CompactResult("skipped", _SKIPPED, before_tokens, before_tokens)
-            summary = await compaction.summarize(resolved, before.conversation.summary, fold)
+            with tagged(session_id=session_id, run_id=run_id):
+                summary = await compaction.summarize(resolved, before.conversation.summary, fold)
             await self.c.sessions.store.add_message(
                 session_id,
                 "summary",
@@ -180,7 +182,8 @@ class ContextService:
                     "before_tokens": before_tokens,
                 },
             )
-            after_tokens = (await self._prepared(session_id, resolved)).estimate_tokens()
+            after = await self._prepared(session_id, resolved)
+            after_tokens = await self.turns.measure(session_id, after)
             self._remember_effect(session_id, before_tokens, after_tokens)
             fields = {"run_id": run_id} if run_id else {}
             await self.c.events.publish(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from contextlib import AbstractContextManager
 from typing import Any
 
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
@@ -35,6 +36,8 @@ from famulus.chat.spec import RunSpec
 from famulus.chat.turns import TurnBuilder
 from famulus.llm.types import ResolvedModel
 from famulus.store.runs import RunUsageRow
+from famulus.usage.service import BudgetExceeded
+from famulus.usage.tag import UsageTag, tagged
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +50,12 @@ SHUTDOWN_MESSAGE = (
 )
 
 
-def usage_row(usage: RunUsage, model: ResolvedModel) -> RunUsageRow:
-    cost = 0.0
-    if model.input_price_per_mtok:
-        cost += usage.input_tokens * model.input_price_per_mtok / 1e6
-    if model.output_price_per_mtok:
-        cost += usage.output_tokens * model.output_price_per_mtok / 1e6
+async def usage_row(usage: RunUsage, model: ResolvedModel, run_id: str) -> RunUsageRow:
+    """The run's tokens, and its cost as the usage ledger priced each request
+    (the research sub-agent's on its own model); 0 when no price is known."""
+    cost = await model.meter.run_cost(run_id) if model.meter is not None else None
     return RunUsageRow(
-        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, round(cost, 6)
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, round(cost or 0.0, 6)
     )
 
 
@@ -222,7 +223,8 @@ class Run:
     async def main(self) -> bool:
         """Drive the run to its end and record it; True when it finished normally."""
         try:
-            await self._execute()
+            with self._usage_tag():
+                await self._execute()
             return True
         except asyncio.CancelledError:
             await self._stopped()
@@ -231,6 +233,17 @@ class Run:
         finally:
             self.state = RunState.DONE
         return False
+
+    def _usage_tag(self) -> AbstractContextManager[UsageTag]:
+        """Model requests of this run (and of compaction or research within it)
+        are recorded for its session, run and automation."""
+        run_scope = self.spec.scope
+        return tagged(
+            source="automation" if run_scope.origin == "automation" else "chat",
+            session_id=self.spec.session_id,
+            run_id=self.spec.run_id,
+            automation_id=run_scope.automation_id,
+        )
 
     async def _execute(self) -> None:
         """Drive the agent (``run_started`` was recorded when the run was started)."""
@@ -256,7 +269,7 @@ class Run:
         await self.recorder.sources(spec)
         self.state = RunState.FINISHING
         self.usage = result.usage
-        usage = usage_row(result.usage, spec.resolved)
+        usage = await usage_row(result.usage, spec.resolved, spec.run_id)
         events = self._background_events("completed", result.output, always_text=True)
         events.append(("run_finished", {"usage": usage.__dict__}))
         await self.recorder.ended(spec, ("finished", usage, None), events)
@@ -289,14 +302,14 @@ class Run:
             events.append(("text", {"content": text, "depth": 0}))
         return events
 
-    def _usage_so_far(self) -> RunUsageRow:
+    async def _usage_so_far(self) -> RunUsageRow:
         usage = self._agent_run.usage if self._agent_run is not None else self.usage
-        return usage_row(usage, self.spec.resolved)
+        return await usage_row(usage, self.spec.resolved, self.spec.run_id)
 
     async def _stopped(self) -> None:
         self.state = RunState.ENDING
         partial = await self._save_partial()
-        usage = self._usage_so_far()
+        usage = await self._usage_so_far()
         if self.stop_status == "interrupted":
             events = self._background_events("failed", partial)
             events.append(("run_error", {"message": SHUTDOWN_MESSAGE, "recoverable": False}))
@@ -310,7 +323,9 @@ class Run:
         failure = describe(exc, self.spec.resolved)
         # Provider failures are expected and already explained to the client; a
         # stack trace only helps when something of ours broke.
-        expected = isinstance(exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded)
+        expected = isinstance(
+            exc, ModelAPIError | UnexpectedModelBehavior | UsageLimitExceeded | BudgetExceeded
+        )
         log.warning(
             "run %s failed: %s", self.id, failure.message, exc_info=None if expected else exc
         )
@@ -322,5 +337,5 @@ class Run:
             ("run_error", {"message": failure.message, "recoverable": failure.recoverable})
         )
         await self.recorder.ended(
-            self.spec, ("failed", self._usage_so_far(), failure.message), events
+            self.spec, ("failed", await self._usage_so_far(), failure.message), events
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from famulus.agent import scope
@@ -45,6 +46,16 @@ class TurnBuilder:
         self.memory = memory
         self.skills = skills
         self.compactor: Compactor | None = None
+        # reported / estimated tokens of a session's last request (the usage
+        # area's UsageService.context_scale); None: the estimate stands alone.
+        self.context_scale: Callable[[str], Awaitable[float | None]] | None = None
+
+    async def measure(self, session_id: str, prepared: Prepared, extra_text: str = "") -> int:
+        """Tokens the next request would send: the estimate, scaled to what the
+        provider reported for the session's last request when it reported it."""
+        estimate = prepared.estimate_tokens(extra_text)
+        scale = await self.context_scale(session_id) if self.context_scale else None
+        return estimate if scale is None else round(estimate * scale)
 
     # -- models --------------------------------------------------------------
 
@@ -104,7 +115,7 @@ class TurnBuilder:
             prepared = await self._for_run(spec)
             limit = AUTO_COMPACT_AT * spec.resolved.context_window
             if (
-                prepared.estimate_tokens(spec.command) > limit
+                await self.measure(spec.session_id, prepared, spec.command) > limit
                 and self.compactor is not None
                 and await self.compactor.auto_compact(
                     spec.session_id, spec.resolved, run_id=spec.run_id

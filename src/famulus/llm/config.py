@@ -15,6 +15,7 @@ from famulus.core import Core
 from famulus.errors import InvalidRequest
 from famulus.integrations import account, web
 from famulus.llm.service import LOOKUP_ORDER, LLMService
+from famulus.usage.service import budget_in_force
 
 WEB_MODES = web.MODES
 ROLE_FIELDS = ("chat_model", "research_model", "memory_model")
@@ -23,6 +24,8 @@ _SWITCHES = {
     "dreams_enabled": config_keys.DREAMS_ENABLED,
     "account_enabled": config_keys.ACCOUNT_ENABLED,
 }
+
+_BUDGETS = {"budget_daily": config_keys.BUDGET_DAILY, "budget_monthly": config_keys.BUDGET_MONTHLY}
 
 
 class DefaultNotifier(Protocol):
@@ -67,6 +70,8 @@ class ConfigService:
             "memory_model": await self.llm.role_ref("memory"),
             "embedding_model": await self._embedding_model(),
             "default_notifier": await self.notifiers.default_name(),
+            "budget_daily": await budget_in_force(self.c.kv, self.c.settings, "daily"),
+            "budget_monthly": await budget_in_force(self.c.kv, self.c.settings, "monthly"),
             "integrations": {
                 "account": {
                     "enabled": await account.enabled(self.c),
@@ -94,6 +99,9 @@ class ConfigService:
                 await self.llm.set_role(field.removesuffix("_model"), changes[field])
         if mode is not None:
             await self.c.kv.set(config_keys.WEB_SEARCH_MODE, mode)
+        for field, key in _BUDGETS.items():
+            if field in changes:  # null: no cap, whatever the setting says
+                await self.c.kv.set(key, changes[field])
         for field, key in _SWITCHES.items():
             if changes.get(field) is not None:
                 await self.c.kv.set(key, bool(changes[field]))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from famulus import config_keys
@@ -24,7 +24,7 @@ from famulus.llm.credentials import Credentials
 from famulus.llm.custom import CustomModels
 from famulus.llm.external import ExternalServices
 from famulus.llm.oauth import CodexOAuth
-from famulus.llm.types import ResolvedModel, Role
+from famulus.llm.types import ResolvedModel, Role, UsageMeter
 from famulus.secrets import SecretsStore
 from famulus.settings import Settings
 from famulus.store.kv import KVStore
@@ -99,17 +99,28 @@ class LLMService:
         self.services = ExternalServices(settings, self.credentials)
         self._overrides: dict[str, ResolvedModel] = {}  # see override()
         self._cache: dict[tuple[Any, ...], ResolvedModel] = {}
+        self.meter: UsageMeter | None = None  # see resolve()
 
     # -- the hand-off interface ------------------------------------------------
 
     async def resolve(self, role: Role) -> ResolvedModel:
-        """The configured model for ``role``; research and memory fall back to chat."""
+        """The configured model for ``role``; research and memory fall back to chat.
+
+        It carries the usage meter (``self.meter``, set by wiring), so every agent
+        built on it has its requests checked against the budgets and recorded.
+        """
+        resolved = await self._resolve(role)
+        if self.meter is None or resolved.meter is not None:
+            return resolved
+        return replace(resolved, meter=self.meter)
+
+    async def _resolve(self, role: Role) -> ResolvedModel:
         if role in self._overrides:
             return self._overrides[role]
         ref = await self.kv.get(ROLE_KEYS[role])
         if not ref:
             if role != "chat":
-                return await self.resolve("chat")
+                return await self._resolve("chat")
             raise NotConfigured(_NOTHING_USABLE)
         offer = await self.find(str(ref))
         if offer is None:

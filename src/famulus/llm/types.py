@@ -6,12 +6,30 @@ credentials and catalogs) and ``agent``/``memory`` (which only run models).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from pydantic_ai.models import Model
+from pydantic_ai.usage import RequestUsage
 
 Role = Literal["chat", "research", "memory"]
+
+
+class UsageMeter(Protocol):
+    """Where model requests are checked against budgets and recorded
+    (``usage.service.UsageService`` is one); ``usage.model`` calls it."""
+
+    async def before_request(self) -> None: ...
+
+    async def record(
+        self,
+        resolved: ResolvedModel,
+        usage: RequestUsage,
+        details: dict[str, Any] | None,
+        estimated_input: int | None,
+    ) -> None: ...
+
+    async def run_cost(self, run_id: str) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -24,3 +42,5 @@ class ResolvedModel:
     vision: bool = False
     input_price_per_mtok: float | None = None  # USD per million input tokens, if known
     output_price_per_mtok: float | None = None
+    # Set by LLMService.resolve: every agent built on this model is metered.
+    meter: UsageMeter | None = field(default=None, compare=False, repr=False)

@@ -25,6 +25,8 @@ from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
 from famulus.store.memory.profile import ProfileRow
 from famulus.store.sessions import MessageRow, SessionRow
+from famulus.usage.service import BudgetExceeded
+from famulus.usage.tag import tagged
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,10 @@ class MemoryJobs:
         self._timers.pop(session_id, None)
         try:
             await self.extract_session(session_id)
+        except BudgetExceeded as exc:
+            # Paused, not failing: the messages stay unread until money is there again.
+            self._failures[session_id] = self._failures.get(session_id, 0) + 1
+            log.warning("memory extraction paused for session %s: %s", session_id, exc)
         except Exception:
             self._failures[session_id] = self._failures.get(session_id, 0) + 1
             log.exception(
@@ -157,9 +163,10 @@ class MemoryJobs:
             transcript = "\n".join(f"{m.role}: {m.content}" for m in messages)[-20_000:]
             known = await self.memory.recall(transcript[-2000:], limit=20)
             prompt = _extraction_prompt(transcript, [f for f, _ in known.facts])
-            result: prompts.Extraction = await prompts.run_job(
-                self.memory.llm_getter(), prompts.EXTRACT, prompts.Extraction, prompt
-            )
+            with tagged(session_id=session_id):
+                result: prompts.Extraction = await prompts.run_job(
+                    self.memory.llm_getter(), prompts.EXTRACT, prompts.Extraction, prompt
+                )
             provenance: dict[str, Any] = {
                 "session_id": session_id,
                 "message_ids": [m.id for m in messages],

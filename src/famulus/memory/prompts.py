@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field
 from pydantic_ai import Agent
 
 from famulus.errors import NotConfigured
+from famulus.usage.model import metered
+from famulus.usage.tag import tagged
 
 
 class EntityOut(BaseModel):
@@ -107,7 +109,9 @@ async def run_job(llm: Any, instructions: str, output_type: type[BaseModel], pro
         raise NotConfigured("No memory model is configured; connect a provider first.")
     resolved = await llm.resolve("memory")
     agent: Agent[None, Any] = Agent(
-        resolved.model, output_type=output_type, instructions=instructions, retries=2
+        metered(resolved), output_type=output_type, instructions=instructions, retries=2
     )
-    result = await agent.run(prompt)
+    # Memory work is nobody's run: only the session it read stays on the tag.
+    with tagged(source="memory", run_id=None, automation_id=None):
+        result = await agent.run(prompt)
     return result.output

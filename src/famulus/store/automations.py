@@ -21,6 +21,7 @@ _COLUMNS = {
     "enabled",
     "enabled_at",
     "writable",
+    "budget",
     "session_id",
     "last_run_at",
     "next_run_at",
@@ -49,6 +50,7 @@ class AutomationRow:
     # trigger changed while enabled; None while disabled.
     enabled_at: str | None = None
     kind: str = "task"  # task: the agent does the description; reminder: it is sent as is
+    budget: float | None = None  # USD a day its runs may spend (None: no own cap)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ def _row(r: sqlite3.Row) -> AutomationRow:
         last_status=r["last_status"],
         enabled_at=r["enabled_at"],
         kind=r["kind"],
+        budget=r["budget"],
     )
 
 

@@ -12,6 +12,7 @@ import { view as memory } from "./views/memory.js";
 import { view as settings } from "./views/settings.js";
 import { view as skills } from "./views/skills.js";
 import { view as mcp } from "./views/mcp.js";
+import { view as usage } from "./views/usage.js";
 
 const VIEWS = [
   chat,
@@ -19,6 +20,7 @@ const VIEWS = [
   automations,
   skills,
   mcp,
+  usage,
   settings,
 ];
 

@@ -1,0 +1,1 @@
+"""Usage and spend: the ledger of every model request, prices, budgets."""
