@@ -1,0 +1,182 @@
+"""When things happened: date expressions in facts and questions, resolved to day ranges.
+
+Two uses, one parser:
+
+- a fact's *event* date: "went hiking last Tuesday" said on 8 May 2023 is
+  about 2 May 2023 (``event_range(text, said_at)``);
+- a question's *time range*: "what did I eat in June?" asked in November 2026
+  is about 1–30 June 2026 (``time_range(query, now)``); recall boosts the
+  candidates whose date falls in it (``boost``), and any other search (the
+  conversation search, for one) can take the same range.
+
+Spotting and resolving are split on purpose. ``dateparser`` resolves an
+expression well (relative to a base date, in many languages, with its
+granularity: day, week, month, year), but its free-text search mistakes
+ordinary words for dates ("do" → Donnerstag, "we", "Sam" → Samstag,
+"I am 34 years" → 1989). So the expressions are spotted here by a
+deliberately narrow pattern (month and weekday names, yesterday/today,
+last/next/this + unit, N units ago, dates written with digits, a year after
+"in"), English and German, and only those spans go to ``dateparser``.
+Missing a date costs little (recall works as before); a false one would
+push unrelated facts up, so the pattern errs on the side of missing.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from dateparser.date import DateDataParser
+
+LANGUAGES = ["en", "de"]
+
+_MONTHS = (
+    "january|february|april|june|july|september|october|november|december|"
+    "januar|jänner|februar|märz|mai|juni|juli|oktober|dezember"
+)
+# Words that are also verbs, names or adjectives ("may", "march", "august"):
+# a month only next to a number or after a word that introduces a time.
+_AMBIGUOUS_MONTHS = "may|march|august"
+_LEAD = (
+    r"in|im|of|since|until|till|before|after|during|early|late|mid|last|next|this|"
+    r"seit|bis|vor|nach|anfang|ende|mitte|letzten|nächsten|diesen|am|on|from|von"
+)
+_WEEKDAYS = (
+    "monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    "montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonnabend|sonntag"
+)
+_DAYS = "yesterday|today|tomorrow|tonight|day before yesterday|gestern|vorgestern|heute|übermorgen"
+_UNITS = "day|week|month|year|tag|woche|monat|jahr"
+_NUMBER = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|einem|einer|zwei|drei|vier|fünf|sechs"
+_PREV = r"last|previous|past|letzte[nmrs]?|vergangene[nmrs]?|vorige[nmrs]?"
+_NEXT = r"next|coming|nächste[nmrs]?|kommende[nmrs]?"
+_THIS = r"this|diese[nmrs]?"
+_DAY_NUM = r"\d{1,2}(?:st|nd|rd|th|\.)?"
+_YEAR = r"(?:19|20)\d{2}"
+_MONTH_ANY = rf"(?:{_MONTHS}|{_AMBIGUOUS_MONTHS})"
+
+_MONTH_DATE = (
+    rf"(?:(?:{_LEAD})\s+)?(?:(?:the\s+)?{_DAY_NUM}\s+(?:of\s+)?)?{_MONTH_ANY}"
+    rf"(?:\s+{_DAY_NUM}(?!\d))?(?:,?\s+{_YEAR})?"
+)  # in June, 2 May 2023, May 2, 2023, the 3rd of June, im Mai
+_PATTERNS = [
+    r"\d{4}-\d{2}-\d{2}",  # ISO
+    rf"\d{{1,2}}[./]\d{{1,2}}[./](?:{_YEAR}|\d{{2}})",  # 2.5.2023, 05/02/23
+    _MONTH_DATE,
+    rf"(?:(?:{_PREV}|{_NEXT}|{_THIS}|on|am)\s+)?(?:{_WEEKDAYS})",  # last Tuesday
+    rf"(?:{_DAYS})",
+    rf"(?:{_PREV}|{_NEXT}|{_THIS})\s+(?:{_UNITS})",  # last year, letztes Jahr
+    rf"(?:{_NUMBER})\s+(?:{_UNITS})(?:s|en|e|n)?\s+ago",  # 3 years ago
+    rf"vor\s+(?:{_NUMBER})\s+(?:{_UNITS})(?:s|en|e|n)?",  # vor drei Jahren
+    rf"(?:in|im|during|of|since|year|jahr|jahre)\s+{_YEAR}",  # in 2023
+]
+_SPOT = re.compile(
+    r"(?<![\w-])(?:" + "|".join(f"(?:{p})" for p in _PATTERNS) + r")(?![\w-])", re.IGNORECASE
+)
+_BARE_AMBIGUOUS = re.compile(rf"^(?:{_AMBIGUOUS_MONTHS})$", re.IGNORECASE)
+_NEXT_WORD = re.compile(rf"^(?:{_NEXT})\s+", re.IGNORECASE)
+_PREV_WORD = re.compile(rf"^(?:{_PREV})\s+", re.IGNORECASE)
+# What dateparser does not need (and sometimes chokes on) in front of an expression.
+_LEAD_WORD = re.compile(rf"^(?:{_LEAD}|during|of)\s+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A span of whole days, both ends included, and the words it was read from."""
+
+    start: date
+    end: date
+    text: str
+
+    def overlaps(self, start: date, end: date) -> bool:
+        return start <= self.end and end >= self.start
+
+
+def spot(text: str) -> list[str]:
+    """The date expressions in ``text``, in order (before resolving them)."""
+    found = [m.group(0) for m in _SPOT.finditer(text)]
+    # "may", "march", "august" alone are a verb, a name: a month only with company.
+    return [f for f in found if not _BARE_AMBIGUOUS.match(f)]
+
+
+def resolve(expression: str, base: datetime) -> TimeRange | None:
+    """One spotted expression as a day range, relative to ``base`` (naive, local).
+
+    Bare months and weekdays are taken from the past ("in June" said in May is
+    last year's June; "on Tuesday" is the Tuesday before): memory is mostly
+    told about what happened. "next …" looks ahead.
+    """
+    words = " ".join(expression.split())
+    prefer = "future" if _NEXT_WORD.match(words) else "past"
+    for attempt in _variants(words):
+        found = _parser(base, prefer).get_date_data(attempt)
+        if found.date_obj is not None:
+            return _span(found.date_obj.date(), found.period or "day", words)
+    return None
+
+
+def _variants(words: str) -> list[str]:
+    """The expression, then without its lead word ("im Juni" → "Juni"), then, for
+    "letzten Dienstag" / "nächsten Freitag", the weekday alone (the direction is
+    already in ``prefer``)."""
+    out = [words, _LEAD_WORD.sub("", words)]
+    out.append(_NEXT_WORD.sub("", _PREV_WORD.sub("", words)))
+    return list(dict.fromkeys(w for w in out if w))
+
+
+def _parser(base: datetime, prefer: str) -> DateDataParser:
+    settings: dict[str, Any] = {
+        "RELATIVE_BASE": base.replace(tzinfo=None, microsecond=0),
+        "PREFER_DATES_FROM": prefer,
+        "RETURN_TIME_AS_PERIOD": True,
+        "DATE_ORDER": "DMY",
+    }
+    return DateDataParser(languages=LANGUAGES, settings=settings)
+
+
+def _span(day: date, period: str, text: str) -> TimeRange:
+    if period == "year":
+        return TimeRange(date(day.year, 1, 1), date(day.year, 12, 31), text)
+    if period == "month":
+        last = calendar.monthrange(day.year, day.month)[1]
+        return TimeRange(date(day.year, day.month, 1), date(day.year, day.month, last), text)
+    if period == "week":
+        monday = day - timedelta(days=day.weekday())
+        return TimeRange(monday, monday + timedelta(days=6), text)
+    return TimeRange(day, day, text)
+
+
+def first_range(text: str, base: datetime) -> TimeRange | None:
+    """The first date expression of ``text`` that resolves, relative to ``base``."""
+    for expression in spot(text):
+        found = resolve(expression, base)
+        if found is not None:
+            return found
+    return None
+
+
+def local(moment: datetime, zone: str) -> datetime:
+    """``moment`` as the wall-clock time of ``zone`` (naive): what "yesterday" means."""
+    try:
+        tz = ZoneInfo(zone)
+    except (KeyError, ValueError):
+        tz = ZoneInfo("UTC")
+    return moment.astimezone(tz).replace(tzinfo=None)
+
+
+def event_range(text: str, said_at: datetime, zone: str = "UTC") -> TimeRange | None:
+    """When the event a fact tells of happened, if its text says so."""
+    return first_range(text, local(said_at, zone))
+
+
+def time_range(query: str, now: datetime, zone: str = "UTC") -> TimeRange | None:
+    """The time a question asks about ("in June", "last year", "yesterday"), or None.
+
+    The reusable entry point for any search over dated things: keep the items
+    whose date falls in ``start``..``end`` (both included), or rank them first.
+    """
+    return first_range(query, local(now, zone))
