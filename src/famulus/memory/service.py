@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from famulus import config_keys
 from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
+from famulus.memory import when
 from famulus.memory.embeddings import LOCAL_MODEL_ID
 from famulus.memory.vectors import (
     EmbedderFactory,
@@ -33,12 +35,13 @@ from famulus.store.kv import KVStore
 from famulus.store.memory.admin import AdminStore, Cleared, MemoryStats, TableAudit
 from famulus.store.memory.common import text_hash
 from famulus.store.memory.extraction import ExtractionStore
-from famulus.store.memory.facts import EntityRow, FactRow, FactStore, LinkedFactRow
+from famulus.store.memory.facts import EntityRow, FactRow, FactStore, FactTime, LinkedFactRow
 from famulus.store.memory.learning import LearningStore
 from famulus.store.memory.observations import ObservationRow, ObservationStore
 from famulus.store.memory.profile import ProfileStore
 from famulus.store.memory.recall import AccessEventRow, RecallStore
 from famulus.store.memory.vectors import VectorStore
+from famulus.timeutil import parse_iso
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +124,11 @@ class Audit:
 
 
 class MemoryService:
-    def __init__(self, db: Database, kv: KVStore, llm_getter: Any, *, budget_chars: int) -> None:
+    def __init__(
+        self, db: Database, kv: KVStore, llm_getter: Any, *, budget_chars: int, zone: str = "UTC"
+    ) -> None:
         self.db = db
+        self.zone = zone  # the person's time zone: what "yesterday" in a fact means
         self.kv = kv
         self.stores = Stores(db)
         self.factory = EmbedderFactory(llm_getter)
@@ -243,20 +249,37 @@ class MemoryService:
         *,
         salience: float = 0.5,
         provenance: dict[str, Any] | None = None,
+        said_at: datetime | None = None,
+        event: when.TimeRange | None = None,
     ) -> FactRow:
+        """Store, embed and index a fact. ``said_at`` (default now) is when it was
+        said; the event's days are ``event`` or what the text says ("last Tuesday")."""
         text = _clean(text)
+        time = when.stamp(text, said_at, self.zone, event)
         async with self.write_lock:
             row = await self.stores.facts.insert(
-                text, kind, source_type, source_ref, salience=salience, provenance=provenance
+                text,
+                kind,
+                source_type,
+                source_ref,
+                salience=salience,
+                provenance=provenance,
+                time=time,
             )
             await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
 
-    async def import_facts(self, items: list[tuple[str, str]]) -> tuple[list[FactRow], int]:
+    async def import_facts(
+        self, items: list[tuple[str, str, datetime | None]]
+    ) -> tuple[list[FactRow], int]:
         """Bulk import: one transaction for the rows, embeddings in batches of 64
         (one model call per batch instead of one per fact). Exact repeats of an
-        active fact are skipped; returns (created, skipped)."""
-        cleaned = [(_clean(text), kind) for text, kind in items]
+        active fact are skipped; returns (created, skipped). An item may carry
+        when it was said (else now)."""
+        cleaned: list[tuple[str, str, FactTime]] = []
+        for raw, kind, said in items:
+            text = _clean(raw)
+            cleaned.append((text, kind, when.stamp(text, said, self.zone)))
         async with self.write_lock:
             rows = await self.stores.facts.insert_many(cleaned, "manual")
             space = self._space()
@@ -287,9 +310,19 @@ class MemoryService:
             )
             if row is None:  # deleted by a request that ran in between
                 raise NotFound(f"No fact with id {fact_id}.")
+            if text is not None:
+                await self._redate(row)
+                row = await self.get_fact(fact_id)
             if text is not None and current.archived_at is None:
                 await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
+
+    async def _redate(self, row: FactRow) -> None:
+        """An edited text may name another day: read it again, relative to when
+        the fact was said."""
+        said = parse_iso(row.said_at or row.created_at)
+        time = when.stamp(row.text, said, self.zone)
+        await self.stores.facts.set_event(row.id, time.event_start, time.event_end)
 
     async def delete_fact(self, fact_id: int) -> None:
         async with self.write_lock:

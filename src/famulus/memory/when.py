@@ -32,6 +32,9 @@ from zoneinfo import ZoneInfo
 
 from dateparser.date import DateDataParser
 
+from famulus.store.memory.facts import FactTime
+from famulus.timeutil import iso, utcnow
+
 LANGUAGES = ["en", "de"]
 
 _MONTHS = (
@@ -161,11 +164,7 @@ def first_range(text: str, base: datetime) -> TimeRange | None:
 
 def local(moment: datetime, zone: str) -> datetime:
     """``moment`` as the wall-clock time of ``zone`` (naive): what "yesterday" means."""
-    try:
-        tz = ZoneInfo(zone)
-    except (KeyError, ValueError):
-        tz = ZoneInfo("UTC")
-    return moment.astimezone(tz).replace(tzinfo=None)
+    return moment.astimezone(_zone(zone)).replace(tzinfo=None)
 
 
 def event_range(text: str, said_at: datetime, zone: str = "UTC") -> TimeRange | None:
@@ -180,3 +179,32 @@ def time_range(query: str, now: datetime, zone: str = "UTC") -> TimeRange | None
     whose date falls in ``start``..``end`` (both included), or rank them first.
     """
     return first_range(query, local(now, zone))
+
+
+def stamp(text: str, said: datetime | None, zone: str, event: TimeRange | None = None) -> FactTime:
+    """A new fact's time: when it was said (None: now, as the store writes it), and
+    its event's days (``event`` if the extraction gave them, else read from the
+    text relative to when it was said)."""
+    event = event or event_range(text, said or utcnow(), zone)
+    return FactTime(
+        said_at=iso(said) if said else None,
+        event_start=event.start.isoformat() if event else None,
+        event_end=event.end.isoformat() if event else None,
+    )
+
+
+def said_moment(value: datetime | date, zone: str) -> datetime:
+    """An outside ``said_at`` as an aware moment: a bare date is noon of that day
+    and a naive time is wall-clock time, both in the person's ``zone``."""
+    if not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, 12)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_zone(zone))
+    return value
+
+
+def _zone(zone: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(zone)
+    except (KeyError, ValueError):
+        return ZoneInfo("UTC")
