@@ -3,14 +3,29 @@ questions about a period, and dates in what the agent is given."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import AsyncIterator
+from datetime import date, timedelta
 from typing import Any
 
 import httpx
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from tests.support.chat_models import events_until, install_model
 from tests.support.memory_models import install_memory_model
+from tests.support.sessions import new_session
 
 from famulus.memory import when
-from famulus.timeutil import parse_iso
+from famulus.timeutil import parse_iso, utcnow
+
+
+def _capturing(seen: list[str]) -> FunctionModel:
+    """A chat model that keeps the instructions (the system prompt) it was given."""
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        seen.append(info.instructions or "")
+        yield "Noted."
+
+    return FunctionModel(stream_function=stream)
 
 
 async def _add(client: httpx.AsyncClient, text: str, said_at: str | None = None) -> dict[str, Any]:
@@ -86,3 +101,70 @@ async def test_extracted_facts_are_dated_by_their_conversation(
     yesterday = (today - timedelta(days=1)).isoformat()
     assert (bike["event_start"], bike["event_end"]) == (yesterday, yesterday)
     assert likes["event_start"] is None
+
+
+def _mid(month_start: date, months: int) -> str:
+    """The 15th of the month ``months`` away from ``month_start``, at noon UTC."""
+    index = month_start.year * 12 + month_start.month - 1 + months
+    return f"{index // 12:04d}-{index % 12 + 1:02d}-15T12:00:00Z"
+
+
+async def test_a_question_about_a_period_ranks_that_periods_fact_first(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    query = "What did I eat for dinner in June?"
+    span = when.time_range(query, utcnow(), app.state.container.memory.service.zone)
+    assert span is not None
+    may = await _add(client, "I ate pizza for dinner with Anna at Luigi's", _mid(span.start, -1))
+    june = await _add(client, "Anna and I had sushi at Kaito", _mid(span.start, 0))
+    july = await _add(client, "I ate pasta for dinner with Anna at Luigi's", _mid(span.start, 1))
+    dentist = await _add(client, "Saw the dentist about a loose filling", _mid(span.start, 0))
+    r = await client.post("/memory/recall/inspect", json={"query": query})
+    body = r.json()
+    ids = [f["id"] for f in body["facts"]]
+    assert ids[0] == june["id"] and {may["id"], july["id"]} <= set(ids)
+    assert dentist["id"] in ids  # of the period, though the text search missed it
+    assert body["time_range"] == {
+        "from": span.start.isoformat(),
+        "to": span.end.isoformat(),
+        "text": "in June",
+    }
+    # Without the time stage the look-alikes win: the boost is what lifts June.
+    plain = await app.state.container.memory.service.recall(query, use_time=False)
+    assert plain.facts[0][0].id != june["id"] and plain.time_range is None
+    nothing = await client.post("/memory/recall/inspect", json={"query": "What do I eat?"})
+    assert nothing.json()["time_range"] is None
+
+
+async def test_the_prompt_shows_when_facts_were_said_and_happened(
+    app: Any, client: httpx.AsyncClient
+) -> None:
+    hike = await _add(client, "Went hiking with Sam last Tuesday", "2023-05-08T12:00:00Z")
+    bike = await _add(client, "Sam rides a red bike", "2023-05-09T12:00:00Z")
+    seen: list[str] = []
+    install_model(app, _capturing(seen))
+    sid = await new_session(client)
+    r = await client.post(
+        "/chat/message", json={"message": "Where did I go hiking with Sam?", "session_id": sid}
+    )
+    assert r.status_code == 202, r.text
+    await events_until(app, sid, "run_finished")
+    zone = app.state.container.memory.service.zone
+    hike_said = when.local(parse_iso(hike["said_at"]), zone).date().isoformat()
+    bike_said = when.local(parse_iso(bike["said_at"]), zone).date().isoformat()
+    assert (
+        f"- Went hiking with Sam last Tuesday (fact #{hike['id']}, fact,"
+        f" said {hike_said}, about 2023-05-02)" in seen[0]
+    )
+    assert f"- Sam rides a red bike (fact #{bike['id']}, fact, {bike_said})" in seen[0]
+
+
+async def test_the_recall_tool_shows_dates_too(app: Any, client: httpx.AsyncClient) -> None:
+    fact = await _add(client, "Went hiking with Sam last Tuesday", "2023-05-08T12:00:00Z")
+    reading, _ = await app.state.container.memory.toolsets()
+    said = when.local(parse_iso(fact["said_at"]), app.state.container.memory.service.zone)
+    answer = await reading.tools["recall"].function("hiking with Sam")
+    assert (
+        f"#{fact['id']} (fact, said {said.date().isoformat()}, about 2023-05-02):"
+        " Went hiking with Sam last Tuesday" in answer
+    )

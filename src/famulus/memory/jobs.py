@@ -157,7 +157,7 @@ class MemoryJobs:
             if not messages:
                 return {"created": [], "merged": [], "superseded": []}
             transcript = "\n".join(f"{m.role}: {m.content}" for m in messages)[-20_000:]
-            known = await self.memory.recall(transcript[-2000:], limit=20)
+            known = await self.memory.recall(transcript[-2000:], limit=20, use_time=False)
             prompt = _extraction_prompt(
                 transcript, [f for f, _ in known.facts], _days(messages, self.memory.zone)
             )

@@ -41,7 +41,7 @@ from famulus.store.memory.observations import ObservationRow, ObservationStore
 from famulus.store.memory.profile import ProfileStore
 from famulus.store.memory.recall import AccessEventRow, RecallStore
 from famulus.store.memory.vectors import VectorStore
-from famulus.timeutil import parse_iso
+from famulus.timeutil import parse_iso, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ DUPLICATE_COSINE = 0.93
 class Recalled:
     facts: list[tuple[FactRow, fusion.Hit]]
     observations: list[tuple[ObservationRow, fusion.Hit]]
+    time_range: when.TimeRange | None = None  # the period the query asked about, if any
 
 
 class Stores:
@@ -403,8 +404,12 @@ class MemoryService:
         obs_limit: int = fusion.OBS_LIMIT,
         *,
         mode: str = "hybrid",
+        use_time: bool = True,
     ) -> Recalled:
-        """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks)."""
+        """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks).
+
+        A query that names a time ("in June", "last year") ranks facts of that
+        period first (``when.boost``); ``use_time=False`` leaves that out (benchmarks)."""
         space = self._space()
         if len(space.facts) or len(space.observations):
             _, qvec = await self.embed_query(query)
@@ -418,19 +423,37 @@ class MemoryService:
             "use_recency": mode == "hybrid",
         }
         fact_fts, obs_fts = await self.stores.recall.fts_candidates(query, fusion.CANDIDATES)
-        fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec)]))
+        span = when.time_range(query, utcnow(), self.zone) if use_time else None
+        dated = await self._dated(span)
+        fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec), *dated]))
         obs_ids = list(dict.fromkeys([*obs_fts, *(i for i, _ in obs_vec)]))
         facts = await self.stores.facts.by_ids(fact_ids)
         observations = await self.stores.observations.by_ids(obs_ids)
         fact_hits = fusion.fuse(
-            fact_fts, fact_vec, lambda ids: _fact_meta(facts, ids), limit, **flags
+            fact_fts,
+            fact_vec,
+            lambda ids: _fact_meta(facts, ids),
+            max(limit, fusion.CANDIDATES) if span else limit,
+            **flags,
         )
+        if span is not None:
+            fact_hits = when.boost(fact_hits, facts, span, self.zone, dated)[:limit]
         obs_hits = fusion.fuse(
             obs_fts, obs_vec, lambda ids: _obs_meta(observations, ids), obs_limit, **flags
         )
         return Recalled(
             facts=[(facts[h.id], h) for h in fact_hits if h.id in facts],
             observations=[(observations[h.id], h) for h in obs_hits if h.id in observations],
+            time_range=span,
+        )
+
+    async def _dated(self, span: when.TimeRange | None) -> list[int]:
+        """Facts of the asked period, whether or not the text search finds them."""
+        if span is None:
+            return []
+        days = (span.start.isoformat(), span.end.isoformat())
+        return await self.stores.facts.in_period(
+            days, when.said_bounds(span, self.zone), fusion.CANDIDATES
         )
 
     async def access_events(self, limit: int) -> list[AccessEventRow]:

@@ -248,6 +248,23 @@ class FactStore:
 
         return await self.db.write(op)
 
+    async def in_period(self, days: tuple[str, str], said: tuple[str, str], k: int) -> list[int]:
+        """Active facts about the ``days`` (ISO dates, both included): their event
+        overlaps them, or, with no event date, they were said within ``said``
+        (UTC timestamps, end excluded). Latest first, at most ``k``."""
+
+        def op(conn: Conn) -> list[int]:
+            rows = conn.execute(
+                "SELECT id FROM facts WHERE archived_at IS NULL AND ("
+                " (event_start IS NOT NULL AND event_start <= ? AND event_end >= ?)"
+                " OR (event_start IS NULL AND said_at >= ? AND said_at < ?))"
+                " ORDER BY COALESCE(event_start, said_at) DESC, id DESC LIMIT ?",
+                (days[1], days[0], said[0], said[1], k),
+            ).fetchall()
+            return [int(r[0]) for r in rows]
+
+        return await self.db.read(op)
+
     async def set_event(self, fact_id: int, start: str | None, end: str | None) -> None:
         """The days the fact's event happened (None, None: not known), after an edit."""
         await self.db.write(
