@@ -28,6 +28,9 @@ def _days(found: when.TimeRange | None) -> tuple[date, date] | None:
         ("Im Juni war ich in Rom", date(2022, 6, 1), date(2022, 6, 30)),
         ("Her birthday party was on 14.07.2022", date(2022, 7, 14), date(2022, 7, 14)),
         ("in 2019 I lived in Lyon", date(2019, 1, 1), date(2019, 12, 31)),
+        ("I met her on Friday", date(2023, 5, 5), date(2023, 5, 5)),
+        ("The dentist appointment is on Friday", date(2023, 5, 12), date(2023, 5, 12)),
+        ("We will fly to Oslo in June", date(2023, 6, 1), date(2023, 6, 30)),
     ],
 )
 def test_event_dates_resolve_relative_to_when_it_was_said(
@@ -51,6 +54,9 @@ def test_event_dates_resolve_relative_to_when_it_was_said(
         "Jan likes green tea",
         "Do I have a dog?",
         "Guten Morgen, wie geht's",
+        "The chess club meets on Thursday evenings",
+        "My father's birthday is on the ninth of October",
+        "I go swimming every Monday",
     ],
 )
 def test_numbers_names_and_verbs_are_not_dates(text: str) -> None:

@@ -81,6 +81,21 @@ _PATTERNS = [
 _SPOT = re.compile(
     r"(?<![\w-])(?:" + "|".join(f"(?:{p})" for p in _PATTERNS) + r")(?![\w-])", re.IGNORECASE
 )
+# A fact about something that repeats has no one event day ("the club meets on
+# Thursday evenings", "my birthday is the ninth of October").
+_RECURRING = re.compile(
+    r"\b(?:every|each|usually|always|weekly|monthly|yearly|annually|birthday|anniversary"
+    r"|jede[nmrs]?|immer|wöchentlich|monatlich|jährlich|geburtstag|jahrestag)\b"
+    rf"|(?:{_WEEKDAYS})\s+(?:mornings|afternoons|evenings|nights)\b",
+    re.IGNORECASE,
+)
+# Plans look ahead: "the appointment is on Friday" is the coming Friday.
+_FUTURE = re.compile(
+    r"\b(?:will|going to|plan(?:s|ning)?|appointment|upcoming|is on|are on|is due"
+    r"|werde|wird|geplant|termin|ist am)\b|'ll\b",
+    re.IGNORECASE,
+)
+_YEAR_IN = re.compile(rf"\b{_YEAR}\b|\d{{1,2}}[./]\d{{1,2}}[./]\d{{2}}")
 _BARE_AMBIGUOUS = re.compile(rf"^(?:{_AMBIGUOUS_MONTHS})$", re.IGNORECASE)
 _NEXT_WORD = re.compile(rf"^(?:{_NEXT})\s+", re.IGNORECASE)
 _PREV_WORD = re.compile(rf"^(?:{_PREV})\s+", re.IGNORECASE)
@@ -107,15 +122,20 @@ def spot(text: str) -> list[str]:
     return [f for f in found if not _BARE_AMBIGUOUS.match(f)]
 
 
-def resolve(expression: str, base: datetime) -> TimeRange | None:
+def resolve(expression: str, base: datetime, default: str = "past") -> TimeRange | None:
     """One spotted expression as a day range, relative to ``base`` (naive, local).
 
-    Bare months and weekdays are taken from the past ("in June" said in May is
-    last year's June; "on Tuesday" is the Tuesday before): memory is mostly
-    told about what happened. "next …" looks ahead.
+    "last …" looks back and "next …" ahead; bare months and weekdays go the
+    ``default`` way: the past for questions and reports ("in June" asked in May
+    is last year's June; "on Tuesday" the Tuesday before), the future for plans.
     """
     words = " ".join(expression.split())
-    prefer = "future" if _NEXT_WORD.match(words) else "past"
+    if _NEXT_WORD.match(words):
+        prefer = "future"
+    elif _PREV_WORD.match(words):
+        prefer = "past"
+    else:
+        prefer = default
     for attempt in _variants(words):
         found = _parser(base, prefer).get_date_data(attempt)
         if found.date_obj is not None:
@@ -154,10 +174,11 @@ def _span(day: date, period: str, text: str) -> TimeRange:
     return TimeRange(day, day, text)
 
 
-def first_range(text: str, base: datetime) -> TimeRange | None:
-    """The first date expression of ``text`` that resolves, relative to ``base``."""
+def first_range(text: str, base: datetime, default: str = "past") -> TimeRange | None:
+    """The first date expression of ``text`` that resolves, relative to ``base``
+    (a bare "Friday" or "June" taken from the ``default`` direction)."""
     for expression in spot(text):
-        found = resolve(expression, base)
+        found = resolve(expression, base, default)
         if found is not None:
             return found
     return None
@@ -169,8 +190,19 @@ def local(moment: datetime, zone: str) -> datetime:
 
 
 def event_range(text: str, said_at: datetime, zone: str = "UTC") -> TimeRange | None:
-    """When the event a fact tells of happened, if its text says so."""
-    return first_range(text, local(said_at, zone))
+    """When the event a fact tells of happened, if its text says so: none for
+    what repeats (unless a date with its year is given); a bare weekday or month is the coming one in a plan ("the
+    appointment is on Friday"), else the last one ("I met her on Friday")."""
+    default = "future" if _FUTURE.search(text) else "past"
+    base = local(said_at, zone)
+    recurring = _RECURRING.search(text) is not None
+    for expression in spot(text):
+        if recurring and not _YEAR_IN.search(expression):  # a full date still counts
+            continue
+        found = resolve(expression, base, default)
+        if found is not None:
+            return found
+    return None
 
 
 def time_range(query: str, now: datetime, zone: str = "UTC") -> TimeRange | None:
