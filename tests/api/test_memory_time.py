@@ -15,6 +15,7 @@ from tests.support.memory_models import install_memory_model
 from tests.support.sessions import new_session
 
 from famulus.memory import when
+from famulus.memory.service import EVENT_DATES_READ
 from famulus.timeutil import parse_iso, utcnow
 
 
@@ -168,3 +169,16 @@ async def test_the_recall_tool_shows_dates_too(app: Any, client: httpx.AsyncClie
         f"#{fact['id']} (fact, said {said.date().isoformat()}, about 2023-05-02):"
         " Went hiking with Sam last Tuesday" in answer
     )
+
+
+async def test_older_facts_get_their_event_days_once(app: Any, client: httpx.AsyncClient) -> None:
+    service = app.state.container.memory.service
+    fact = await _add(client, "Went to Lyon last Tuesday", "2023-05-08T12:00:00Z")
+    await service.stores.facts.set_event(fact["id"], None, None)  # as before migration 0420
+    await service.kv.set(EVENT_DATES_READ, False)
+    await service._date_old_facts()
+    again = (await client.get(f"/facts/{fact['id']}")).json()["fact"]
+    assert (again["event_start"], again["event_end"]) == ("2023-05-02", "2023-05-02")
+    await service.stores.facts.set_event(fact["id"], None, None)
+    await service._date_old_facts()  # done already: nothing read again
+    assert (await client.get(f"/facts/{fact['id']}")).json()["fact"]["event_start"] is None

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 FACT_KINDS = ("fact", "preference", "event", "relationship", "instruction", "person", "place")
 SOURCE_TYPES = ("chat", "manual", "automation", "init", "mail", "calendar", "mcp")
 DUPLICATE_COSINE = 0.93
+# Set once the facts stored before facts had event days (migration 0420) were read.
+EVENT_DATES_READ = "memory.event_dates_read"
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class MemoryService:
         try:
             await self.backfill(state)
             state.status = "completed"
+            await self._date_old_facts()
         except asyncio.CancelledError:
             state.status = "failed"
             state.error = "The server stopped before the backfill finished; it resumes at start."
@@ -169,6 +172,23 @@ class MemoryService:
             log.exception("embedding backfill failed")
             state.status = "failed"
             state.error = f"The embedding backfill failed ({type(exc).__name__}); see the log."
+
+    async def _date_old_facts(self) -> None:
+        """Once: give facts stored before issue 12 the event days their text names,
+        relative to when they were said (their creation time)."""
+        if await self.kv.get(EVENT_DATES_READ, False):
+            return
+        try:
+            for row in await self.stores.facts.active(limit=1_000_000):
+                if row.event_start is None:
+                    said = parse_iso(row.said_at or row.created_at)
+                    time = when.stamp(row.text, said, self.zone)
+                    if time.event_start is not None:
+                        await self.stores.facts.set_event(row.id, time.event_start, time.event_end)
+        except Exception:  # dates are a help to recall, never a reason to stop memory
+            log.exception("reading the event days of older facts failed")
+            return
+        await self.kv.set(EVENT_DATES_READ, True)
 
     async def stop(self) -> None:
         task = self.catch_up.task
