@@ -31,6 +31,8 @@ def _days(found: when.TimeRange | None) -> tuple[date, date] | None:
         ("I met her on Friday", date(2023, 5, 5), date(2023, 5, 5)),
         ("The dentist appointment is on Friday", date(2023, 5, 12), date(2023, 5, 12)),
         ("We will fly to Oslo in June", date(2023, 6, 1), date(2023, 6, 30)),
+        ("This May we painted the house", date(2023, 5, 1), date(2023, 5, 31)),
+        ("Started the new job on June 5", date(2022, 6, 5), date(2022, 6, 5)),
     ],
 )
 def test_event_dates_resolve_relative_to_when_it_was_said(
@@ -57,6 +59,9 @@ def test_event_dates_resolve_relative_to_when_it_was_said(
         "The chess club meets on Thursday evenings",
         "My father's birthday is on the ninth of October",
         "I go swimming every Monday",
+        "This may take a while",
+        "June called about the flat",
+        "April is my niece",
     ],
 )
 def test_numbers_names_and_verbs_are_not_dates(text: str) -> None:

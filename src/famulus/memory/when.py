@@ -39,12 +39,13 @@ from famulus.timeutil import iso, parse_iso, utcnow
 LANGUAGES = ["en", "de"]
 
 _MONTHS = (
-    "january|february|april|june|july|september|october|november|december|"
+    "january|february|july|september|october|november|december|"
     "januar|jänner|februar|märz|mai|juni|juli|oktober|dezember"
 )
-# Words that are also verbs, names or adjectives ("may", "march", "august"):
-# a month only next to a number or after a word that introduces a time.
-_AMBIGUOUS_MONTHS = "may|march|august"
+# Words that are also verbs, names or adjectives ("may", "march", "august",
+# "April", "June"): a month only next to a number or after a word that
+# introduces a time ("in June", not "June called").
+_AMBIGUOUS_MONTHS = "may|march|august|april|june"
 _LEAD = (
     r"in|im|of|since|until|till|before|after|during|early|late|mid|last|next|this|"
     r"seit|bis|vor|nach|anfang|ende|mitte|letzten|nächsten|diesen|am|on|from|von"
@@ -96,7 +97,11 @@ _FUTURE = re.compile(
     re.IGNORECASE,
 )
 _YEAR_IN = re.compile(rf"\b{_YEAR}\b|\d{{1,2}}[./]\d{{1,2}}[./]\d{{2}}")
-_BARE_AMBIGUOUS = re.compile(rf"^(?:{_AMBIGUOUS_MONTHS})$", re.IGNORECASE)
+# "I am June's aunt", "this may take a while": such a lead does not make a
+# month ("this May" written with a capital does).
+_BARE_AMBIGUOUS = re.compile(
+    rf"^(?:(?i:am)\s+)?(?i:{_AMBIGUOUS_MONTHS})$|^(?i:this)\s+(?:{_AMBIGUOUS_MONTHS})$"
+)
 _NEXT_WORD = re.compile(rf"^(?:{_NEXT})\s+", re.IGNORECASE)
 _PREV_WORD = re.compile(rf"^(?:{_PREV})\s+", re.IGNORECASE)
 # What dateparser does not need (and sometimes chokes on) in front of an expression.
@@ -118,7 +123,7 @@ class TimeRange:
 def spot(text: str) -> list[str]:
     """The date expressions in ``text``, in order (before resolving them)."""
     found = [m.group(0) for m in _SPOT.finditer(text)]
-    # "may", "march", "august" alone are a verb, a name: a month only with company.
+    # "may", "June" alone are a verb, a name: a month only with company.
     return [f for f in found if not _BARE_AMBIGUOUS.match(f)]
 
 
