@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from famulus.agent.clock import zone_name
 from famulus.auth import FailureThrottle, KeyVerifier
 from famulus.automations.calendar_watch import CalendarWatcher
 from famulus.automations.service import AutomationService
@@ -195,7 +196,11 @@ def _usage(core: Core, llm: LLMService) -> UsageService:
 def _memory(core: Core, llm: LLMService) -> MemoryFacade:
     settings = core.settings
     service = MemoryService(
-        core.db, core.kv, lambda: llm, budget_chars=settings.memory_budget_chars
+        core.db,
+        core.kv,
+        lambda: llm,
+        budget_chars=settings.memory_budget_chars,
+        zone=zone_name(settings.timezone),  # issue 12: the days facts and questions name
     )
     jobs = MemoryJobs(
         service,

@@ -97,7 +97,7 @@ async def test_recall_follows_edits_and_deletes_at_once(client: httpx.AsyncClien
     await client.delete(f"/facts/{ids[2]}")
     assert ids[2] not in await _recalled(client, "where does my sister live?")
     inspect = (await client.post("/memory/recall/inspect", json={"query": "piano lessons"})).json()
-    assert set(inspect) == {"facts", "observations", "formatted"}
+    assert set(inspect) == {"facts", "observations", "formatted", "time_range"}
     assert "Mr. Brandt" in inspect["formatted"]
 
 

@@ -121,10 +121,19 @@ class InspectedObservation(ObservationOut):
     injected: bool
 
 
+class TimeRangeOut(BaseModel):
+    """The period a recall query asked about (days, both included)."""
+
+    start: str = Field(serialization_alias="from")
+    end: str = Field(serialization_alias="to")
+    text: str
+
+
 class InspectOut(BaseModel):
     facts: list[InspectedFact]
     observations: list[InspectedObservation]
     formatted: str
+    time_range: TimeRangeOut | None = None
 
     @classmethod
     def of(cls, found: context.Inspection) -> InspectOut:
@@ -148,8 +157,19 @@ class InspectOut(BaseModel):
             }
             for o in found.observations
         ]
+        span = found.time_range
         return cls.model_validate(
-            {"facts": facts, "observations": observations, "formatted": found.formatted}
+            {
+                "facts": facts,
+                "observations": observations,
+                "formatted": found.formatted,
+                "time_range": span
+                and {
+                    "start": span.start.isoformat(),
+                    "end": span.end.isoformat(),
+                    "text": span.text,
+                },
+            }
         )
 
 

@@ -50,6 +50,9 @@ class FactOut(RowOut):
     archived_at: str | None
     superseded_by: int | None
     provenance: dict[str, Any]
+    said_at: str | None
+    event_start: str | None
+    event_end: str | None
 
 
 class ObservationOut(RowOut):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from famulus.api.memory_common import FactOut, ObservationOut, Page, RowOut, memory
 from famulus.api.schemas import RequestBody, RowId
+from famulus.memory import when
 from famulus.memory.service import MemoryService
 
 router = APIRouter(tags=["memory"])
@@ -20,6 +23,30 @@ MAX_IMPORT = 5000
 class FactIn(RequestBody):
     text: str = Field(min_length=1, max_length=10_000)
     kind: str | None = _KIND
+    said_at: str | None = Field(
+        default=None,
+        max_length=40,
+        description="When it was said: an ISO date or date-time (a bare date is noon,"
+        " a time without offset is wall-clock time, in the server's time zone). Default: now.",
+    )
+
+    @field_validator("said_at")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is not None:
+            _moment(value)  # ValueError: a 422 naming the field
+        return value
+
+    def said(self, zone: str) -> datetime | None:
+        return when.said_moment(_moment(self.said_at), zone) if self.said_at else None
+
+
+def _moment(value: str) -> datetime | date:
+    """An ISO date ("2023-05-08") or date-time ("2023-05-08T19:00:00Z")."""
+    text = value.strip()
+    if len(text) == 10:
+        return date.fromisoformat(text)
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class FactPatch(RequestBody):
@@ -115,13 +142,15 @@ async def list_facts(
 
 @router.post("/facts", status_code=201)
 async def create_fact(body: FactIn, m: MemoryService = Depends(memory)) -> FactBody:
-    row = await m.add_fact(body.text, body.kind or "fact", "manual")
+    row = await m.add_fact(body.text, body.kind or "fact", "manual", said_at=body.said(m.zone))
     return FactBody.model_validate({"fact": row})
 
 
 @router.post("/facts/import", status_code=201)
 async def import_facts(body: FactsImport, m: MemoryService = Depends(memory)) -> Imported:
-    rows, skipped = await m.import_facts([(f.text, f.kind or "fact") for f in body.facts])
+    rows, skipped = await m.import_facts(
+        [(f.text, f.kind or "fact", f.said(m.zone)) for f in body.facts]
+    )
     return Imported(imported=len(rows), skipped=skipped, fact_ids=[r.id for r in rows])
 
 

@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 from famulus.agent import scope
 from famulus.memory import recall as fusion
+from famulus.memory import when
 from famulus.memory.service import MemoryService, Recalled
 from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
@@ -48,9 +49,18 @@ class Inspection:
     facts: list[Inspected[FactRow]]
     observations: list[Inspected[ObservationRow]]
     formatted: str
+    time_range: when.TimeRange | None = None
 
 
-def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Assembled:
+def fact_line(fact: FactRow, zone: str = "UTC") -> str:
+    """A recalled fact as the prompt shows it, with its dates (``when.label``) so
+    the agent can tell "in June" from "in July" and answer "when did I …"."""
+    return f"- {fact.text} (fact #{fact.id}, {fact.kind}, {when.label(fact, zone)})"
+
+
+def assemble(
+    profile: list[ProfileRow], recalled: Recalled, budget: int, zone: str = "UTC"
+) -> Assembled:
     out = Assembled("")
     lines: list[str] = []
     if profile:
@@ -60,10 +70,7 @@ def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Asse
     sections: list[tuple[str, list[tuple[str, int, float, str]]]] = [
         (
             RECALL_HEADER,
-            [
-                ("fact", f.id, h.score, f"- {f.text} (fact #{f.id}, {f.kind}, {f.updated_at[:10]})")
-                for f, h in recalled.facts
-            ],
+            [("fact", f.id, h.score, fact_line(f, zone)) for f, h in recalled.facts],
         ),
         (
             OBS_HEADER,
@@ -95,7 +102,7 @@ async def build(
 ) -> tuple[Assembled, Recalled]:
     profile = await memory.stores.profile.entries()
     recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
-    return assemble(profile, recalled, memory.budget_chars), recalled
+    return assemble(profile, recalled, memory.budget_chars, memory.zone), recalled
 
 
 async def prompt_context(memory: MemoryService, session_id: str, query: str) -> str:
@@ -127,4 +134,5 @@ async def inspect(memory: MemoryService, query: str, limit: int) -> Inspection:
             Inspected(o, h, ("observation", o.id) in injected) for o, h in recalled.observations
         ],
         formatted=assembled.formatted,
+        time_range=recalled.time_range,
     )

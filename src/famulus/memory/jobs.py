@@ -16,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from famulus.errors import NotFound
-from famulus.memory import prompts
+from famulus.memory import prompts, when
 from famulus.memory.service import FACT_KINDS, MemoryService
 from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
 from famulus.store.memory.profile import ProfileRow
 from famulus.store.sessions import MessageRow, SessionRow
+from famulus.timeutil import parse_iso
 from famulus.usage.service import BudgetExceeded
 from famulus.usage.tag import tagged
 
@@ -161,8 +163,10 @@ class MemoryJobs:
             if not messages:
                 return {"created": [], "merged": [], "superseded": []}
             transcript = "\n".join(f"{m.role}: {m.content}" for m in messages)[-20_000:]
-            known = await self.memory.recall(transcript[-2000:], limit=20)
-            prompt = _extraction_prompt(transcript, [f for f, _ in known.facts])
+            known = await self.memory.recall(transcript[-2000:], limit=20, use_time=False)
+            prompt = _extraction_prompt(
+                transcript, [f for f, _ in known.facts], _days(messages, self.memory.zone)
+            )
             with tagged(session_id=session_id):
                 result: prompts.Extraction = await prompts.run_job(
                     self.memory.llm_getter(), prompts.EXTRACT, prompts.Extraction, prompt
@@ -172,7 +176,8 @@ class MemoryJobs:
                 "message_ids": [m.id for m in messages],
             }
             source = await self._source(session_id, provenance)
-            summary = await self._apply_extraction(result, session_id, provenance, source)
+            said = parse_iso(messages[-1].created_at)  # the facts were said by then
+            summary = await self._apply_extraction(result, session_id, provenance, source, said)
             await self.memory.stores.extraction.set_mark(session_id, messages[-1].id)
         if summary["created"]:
             await self.maintain()
@@ -196,6 +201,7 @@ class MemoryJobs:
         session_id: str,
         provenance: dict[str, Any],
         source: str = "chat",
+        said: datetime | None = None,
     ) -> dict[str, Any]:
         summary: dict[str, list[int]] = {"created": [], "merged": [], "superseded": []}
         for item in result.facts:
@@ -214,6 +220,8 @@ class MemoryJobs:
                 session_id,
                 salience=item.salience,
                 provenance={**provenance, "extracted_by": "memory_model"},
+                said_at=said,
+                event=_event_day(item.event_date),
             )
             summary["created"].append(row.id)
             if item.entities:
@@ -309,9 +317,29 @@ class MemoryJobs:
         return created
 
 
-def _extraction_prompt(transcript: str, known: list[FactRow]) -> str:
+def _extraction_prompt(transcript: str, known: list[FactRow], days: str = "") -> str:
     facts = "\n".join(f"#{f.id}: {f.text}" for f in known) or "(none)"
-    return f"Known facts:\n{facts}\n\nConversation:\n{transcript}"
+    held = f"The conversation took place on {days}.\n\n" if days else ""
+    return f"Known facts:\n{facts}\n\n{held}Conversation:\n{transcript}"
+
+
+def _days(messages: list[MessageRow], zone: str) -> str:
+    """The day (or first and last day) of the messages, in the person's zone: what
+    the memory model resolves "last Tuesday" against."""
+    first, last = (
+        when.local(parse_iso(m.created_at), zone).date().isoformat()
+        for m in (messages[0], messages[-1])
+    )
+    return first if first == last else f"{first} to {last}"
+
+
+def _event_day(value: str | None) -> when.TimeRange | None:
+    """The extraction's event date as a one-day range (None if absent or not a date)."""
+    try:
+        day = date.fromisoformat((value or "").strip())
+    except ValueError:
+        return None
+    return when.TimeRange(day, day, value or "")
 
 
 def _maintenance_prompt(

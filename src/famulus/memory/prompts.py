@@ -32,6 +32,11 @@ class FactOut(BaseModel):
         default_factory=list,
         description="Ids of known facts this new fact contradicts or replaces.",
     )
+    event_date: str | None = Field(
+        default=None,
+        description="YYYY-MM-DD the event happened, when the conversation says so "
+        "('last Tuesday' counts from the date the conversation took place); else null.",
+    )
 
 
 class Extraction(BaseModel):

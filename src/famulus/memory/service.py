@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from famulus import config_keys
 from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
+from famulus.memory import when
 from famulus.memory.embeddings import LOCAL_MODEL_ID
 from famulus.memory.vectors import (
     EmbedderFactory,
@@ -33,24 +35,28 @@ from famulus.store.kv import KVStore
 from famulus.store.memory.admin import AdminStore, Cleared, MemoryStats, TableAudit
 from famulus.store.memory.common import text_hash
 from famulus.store.memory.extraction import ExtractionStore
-from famulus.store.memory.facts import EntityRow, FactRow, FactStore, LinkedFactRow
+from famulus.store.memory.facts import EntityRow, FactRow, FactStore, FactTime, LinkedFactRow
 from famulus.store.memory.learning import LearningStore
 from famulus.store.memory.observations import ObservationRow, ObservationStore
 from famulus.store.memory.profile import ProfileStore
 from famulus.store.memory.recall import AccessEventRow, RecallStore
 from famulus.store.memory.vectors import VectorStore
+from famulus.timeutil import parse_iso, utcnow
 
 log = logging.getLogger(__name__)
 
 FACT_KINDS = ("fact", "preference", "event", "relationship", "instruction", "person", "place")
 SOURCE_TYPES = ("chat", "manual", "automation", "init", "mail", "calendar", "mcp")
 DUPLICATE_COSINE = 0.93
+# Set once the facts stored before facts had event days (migration 0420) were read.
+EVENT_DATES_READ = "memory.event_dates_read"
 
 
 @dataclass(frozen=True)
 class Recalled:
     facts: list[tuple[FactRow, fusion.Hit]]
     observations: list[tuple[ObservationRow, fusion.Hit]]
+    time_range: when.TimeRange | None = None  # the period the query asked about, if any
 
 
 class Stores:
@@ -121,8 +127,11 @@ class Audit:
 
 
 class MemoryService:
-    def __init__(self, db: Database, kv: KVStore, llm_getter: Any, *, budget_chars: int) -> None:
+    def __init__(
+        self, db: Database, kv: KVStore, llm_getter: Any, *, budget_chars: int, zone: str = "UTC"
+    ) -> None:
         self.db = db
+        self.zone = zone  # the person's time zone: what "yesterday" in a fact means
         self.kv = kv
         self.stores = Stores(db)
         self.factory = EmbedderFactory(llm_getter)
@@ -154,6 +163,7 @@ class MemoryService:
         try:
             await self.backfill(state)
             state.status = "completed"
+            await self._date_old_facts()
         except asyncio.CancelledError:
             state.status = "failed"
             state.error = "The server stopped before the backfill finished; it resumes at start."
@@ -162,6 +172,23 @@ class MemoryService:
             log.exception("embedding backfill failed")
             state.status = "failed"
             state.error = f"The embedding backfill failed ({type(exc).__name__}); see the log."
+
+    async def _date_old_facts(self) -> None:
+        """Once: give facts stored before issue 12 the event days their text names,
+        relative to when they were said (their creation time)."""
+        if await self.kv.get(EVENT_DATES_READ, False):
+            return
+        try:
+            for row in await self.stores.facts.active(limit=1_000_000):
+                if row.event_start is None:
+                    said = parse_iso(row.said_at or row.created_at)
+                    time = when.stamp(row.text, said, self.zone)
+                    if time.event_start is not None:
+                        await self.stores.facts.set_event(row.id, time.event_start, time.event_end)
+        except Exception:  # dates are a help to recall, never a reason to stop memory
+            log.exception("reading the event days of older facts failed")
+            return
+        await self.kv.set(EVENT_DATES_READ, True)
 
     async def stop(self) -> None:
         task = self.catch_up.task
@@ -243,20 +270,37 @@ class MemoryService:
         *,
         salience: float = 0.5,
         provenance: dict[str, Any] | None = None,
+        said_at: datetime | None = None,
+        event: when.TimeRange | None = None,
     ) -> FactRow:
+        """Store, embed and index a fact. ``said_at`` (default now) is when it was
+        said; the event's days are ``event`` or what the text says ("last Tuesday")."""
         text = _clean(text)
+        time = when.stamp(text, said_at, self.zone, event)
         async with self.write_lock:
             row = await self.stores.facts.insert(
-                text, kind, source_type, source_ref, salience=salience, provenance=provenance
+                text,
+                kind,
+                source_type,
+                source_ref,
+                salience=salience,
+                provenance=provenance,
+                time=time,
             )
             await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
 
-    async def import_facts(self, items: list[tuple[str, str]]) -> tuple[list[FactRow], int]:
+    async def import_facts(
+        self, items: list[tuple[str, str, datetime | None]]
+    ) -> tuple[list[FactRow], int]:
         """Bulk import: one transaction for the rows, embeddings in batches of 64
         (one model call per batch instead of one per fact). Exact repeats of an
-        active fact are skipped; returns (created, skipped)."""
-        cleaned = [(_clean(text), kind) for text, kind in items]
+        active fact are skipped; returns (created, skipped). An item may carry
+        when it was said (else now)."""
+        cleaned: list[tuple[str, str, FactTime]] = []
+        for raw, kind, said in items:
+            text = _clean(raw)
+            cleaned.append((text, kind, when.stamp(text, said, self.zone)))
         async with self.write_lock:
             rows = await self.stores.facts.insert_many(cleaned, "manual")
             space = self._space()
@@ -287,9 +331,19 @@ class MemoryService:
             )
             if row is None:  # deleted by a request that ran in between
                 raise NotFound(f"No fact with id {fact_id}.")
+            if text is not None:
+                await self._redate(row)
+                row = await self.get_fact(fact_id)
             if text is not None and current.archived_at is None:
                 await self._embed_rows(self._space(), "fact", [(row.id, row.text)])
         return row
+
+    async def _redate(self, row: FactRow) -> None:
+        """An edited text may name another day: read it again, relative to when
+        the fact was said."""
+        said = parse_iso(row.said_at or row.created_at)
+        time = when.stamp(row.text, said, self.zone)
+        await self.stores.facts.set_event(row.id, time.event_start, time.event_end)
 
     async def delete_fact(self, fact_id: int) -> None:
         async with self.write_lock:
@@ -370,8 +424,12 @@ class MemoryService:
         obs_limit: int = fusion.OBS_LIMIT,
         *,
         mode: str = "hybrid",
+        use_time: bool = True,
     ) -> Recalled:
-        """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks)."""
+        """Hybrid recall; ``mode`` "fts" or "vector" runs one retriever alone (benchmarks).
+
+        A query that names a time ("in June", "last year") ranks facts of that
+        period first (``when.boost``); ``use_time=False`` leaves that out (benchmarks)."""
         space = self._space()
         if len(space.facts) or len(space.observations):
             _, qvec = await self.embed_query(query)
@@ -385,19 +443,37 @@ class MemoryService:
             "use_recency": mode == "hybrid",
         }
         fact_fts, obs_fts = await self.stores.recall.fts_candidates(query, fusion.CANDIDATES)
-        fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec)]))
+        span = when.time_range(query, utcnow(), self.zone) if use_time else None
+        dated = await self._dated(span)
+        fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec), *dated]))
         obs_ids = list(dict.fromkeys([*obs_fts, *(i for i, _ in obs_vec)]))
         facts = await self.stores.facts.by_ids(fact_ids)
         observations = await self.stores.observations.by_ids(obs_ids)
         fact_hits = fusion.fuse(
-            fact_fts, fact_vec, lambda ids: _fact_meta(facts, ids), limit, **flags
+            fact_fts,
+            fact_vec,
+            lambda ids: _fact_meta(facts, ids),
+            max(limit, fusion.CANDIDATES) if span else limit,
+            **flags,
         )
+        if span is not None:
+            fact_hits = when.boost(fact_hits, facts, span, self.zone, dated)[:limit]
         obs_hits = fusion.fuse(
             obs_fts, obs_vec, lambda ids: _obs_meta(observations, ids), obs_limit, **flags
         )
         return Recalled(
             facts=[(facts[h.id], h) for h in fact_hits if h.id in facts],
             observations=[(observations[h.id], h) for h in obs_hits if h.id in observations],
+            time_range=span,
+        )
+
+    async def _dated(self, span: when.TimeRange | None) -> list[int]:
+        """Facts of the asked period, whether or not the text search finds them."""
+        if span is None:
+            return []
+        days = (span.start.isoformat(), span.end.isoformat())
+        return await self.stores.facts.in_period(
+            days, when.said_bounds(span, self.zone), fusion.CANDIDATES
         )
 
     async def access_events(self, limit: int) -> list[AccessEventRow]:

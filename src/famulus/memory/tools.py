@@ -14,6 +14,7 @@ from famulus.agent.outcome import failure
 from famulus.agent.toolcache import per_owner
 from famulus.errors import FamulusError, NotFound
 from famulus.memory import recall as fusion
+from famulus.memory import when
 from famulus.memory.service import FACT_KINDS, MemoryService
 
 # Provenance the agent may claim for what it remembers (never "manual" or
@@ -70,7 +71,8 @@ class MemoryTools:
             found = await self.memory.recall(query[:1000], limit=max(1, min(limit, 20)))
         except FamulusError as exc:
             return f"Recall failed: {exc.detail}"
-        lines = [f"#{f.id} ({f.kind}): {f.text}" for f, _ in found.facts]
+        zone = self.memory.zone
+        lines = [f"#{f.id} ({f.kind}, {when.label(f, zone)}): {f.text}" for f, _ in found.facts]
         lines += [f"observation #{o.id}: {o.summary}" for o, _ in found.observations]
         if lines:
             scope.used("memory")

@@ -30,6 +30,18 @@ class FactRow:
     archived_at: str | None
     superseded_by: int | None
     provenance: dict[str, Any] = field(default_factory=dict)
+    said_at: str | None = None  # when it was said or learned (migration 0420)
+    event_start: str | None = None  # the days the event happened, if known
+    event_end: str | None = None
+
+
+@dataclass(frozen=True)
+class FactTime:
+    """When a fact was said (ISO timestamp) and the days its event happened (ISO dates)."""
+
+    said_at: str | None = None
+    event_start: str | None = None
+    event_end: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,13 +94,16 @@ class FactStore:
         *,
         salience: float = 0.5,
         provenance: dict[str, Any] | None = None,
+        time: FactTime | None = None,
     ) -> FactRow:
         now = now_iso()
+        time = time or FactTime()
 
         def op(conn: Conn) -> FactRow:
             cur = conn.execute(
                 "INSERT INTO facts (text, kind, source_type, source_ref, salience, created_at,"
-                " updated_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " updated_at, provenance, said_at, event_start, event_end)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     text,
                     kind,
@@ -98,15 +113,20 @@ class FactStore:
                     now,
                     now,
                     json.dumps(provenance or {}),
+                    time.said_at or now,
+                    time.event_start,
+                    time.event_end,
                 ),
             )
             return get_fact(conn, int(cur.lastrowid or 0))  # type: ignore[return-value]
 
         return await self.db.write(op)
 
-    async def insert_many(self, items: list[tuple[str, str]], source_type: str) -> list[FactRow]:
-        """Many (text, kind) facts in one transaction (bulk import); texts already
-        held by an active fact, or repeated in ``items``, are left out."""
+    async def insert_many(
+        self, items: list[tuple[str, str, FactTime]], source_type: str
+    ) -> list[FactRow]:
+        """Many (text, kind, time) facts in one transaction (bulk import); texts
+        already held by an active fact, or repeated in ``items``, are left out."""
         now = now_iso()
 
         def op(conn: Conn) -> list[FactRow]:
@@ -114,14 +134,24 @@ class FactStore:
                 str(r[0]) for r in conn.execute("SELECT text FROM facts WHERE archived_at IS NULL")
             }
             ids: list[int] = []
-            for text, kind in items:
+            for text, kind, time in items:
                 if text in seen:
                     continue
                 seen.add(text)
                 cur = conn.execute(
                     "INSERT INTO facts (text, kind, source_type, salience, created_at,"
-                    " updated_at, provenance) VALUES (?, ?, ?, 0.5, ?, ?, '{}')",
-                    (text, kind, source_type, now, now),
+                    " updated_at, provenance, said_at, event_start, event_end)"
+                    " VALUES (?, ?, ?, 0.5, ?, ?, '{}', ?, ?, ?)",
+                    (
+                        text,
+                        kind,
+                        source_type,
+                        now,
+                        now,
+                        time.said_at or now,
+                        time.event_start,
+                        time.event_end,
+                    ),
                 )
                 ids.append(int(cur.lastrowid or 0))
             return [f for f in (get_fact(conn, i) for i in ids) if f is not None]
@@ -217,6 +247,32 @@ class FactStore:
             return get_fact(conn, fact_id)
 
         return await self.db.write(op)
+
+    async def in_period(self, days: tuple[str, str], said: tuple[str, str], k: int) -> list[int]:
+        """Active facts about the ``days`` (ISO dates, both included): their event
+        overlaps them, or, with no event date, they were said within ``said``
+        (UTC timestamps, end excluded). Latest first, at most ``k``."""
+
+        def op(conn: Conn) -> list[int]:
+            rows = conn.execute(
+                "SELECT id FROM facts WHERE archived_at IS NULL AND ("
+                " (event_start IS NOT NULL AND event_start <= ? AND event_end >= ?)"
+                " OR (event_start IS NULL AND said_at >= ? AND said_at < ?))"
+                " ORDER BY COALESCE(event_start, said_at) DESC, id DESC LIMIT ?",
+                (days[1], days[0], said[0], said[1], k),
+            ).fetchall()
+            return [int(r[0]) for r in rows]
+
+        return await self.db.read(op)
+
+    async def set_event(self, fact_id: int, start: str | None, end: str | None) -> None:
+        """The days the fact's event happened (None, None: not known), after an edit."""
+        await self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE facts SET event_start = ?, event_end = ? WHERE id = ?",
+                (start, end, fact_id),
+            )
+        )
 
     async def supersede(self, old_id: int, new_id: int, reason: str) -> None:
         """Archive the old fact, pointing at its successor; it stays readable by id."""
