@@ -133,6 +133,14 @@ class LocalEmbedder:
         return await asyncio.to_thread(lambda: local_runtime().embed(texts))
 
 
+def local_embedder(model_id: str = LOCAL_MODEL_ID) -> Embedder:
+    """The in-process embedder for a local catalogue model (bench and factory share it)."""
+    info = find_model(model_id)
+    if info is None or info.provider != "local":
+        raise ValueError(f"{model_id!r} is not a local embedding model")
+    return LocalEmbedder()
+
+
 CredentialFn = Callable[[str], Awaitable[str | None]]
 
 
