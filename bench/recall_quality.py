@@ -45,10 +45,15 @@ TYPES = ("single", "multi-hop", "temporal", "inference")
 KS = (5, 10)
 
 # Each variant: (retriever mode, fusion constants to set for the run).
+# "hybrid" is the code as it stands; the others switch issue 12's steps off.
+BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("fts", {}),
     "vectors": ("vector", {}),
-    "hybrid": ("hybrid", {}),
+    "hybrid before issue 12": ("hybrid", BEFORE),
+    "+ k=10 vectors x1.5": ("hybrid", {"AGREEMENT": 0.0}),
+    "hybrid (+ agreement)": ("hybrid", {}),
+    "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
 }
 
 
@@ -105,7 +110,7 @@ def table(name: str, r: dict[tuple[str, str, int], float], splits: tuple[str, ..
             f"{kind} {r.get((split, kind, 5), 0) * 100:3.0f}/{r.get((split, kind, 10), 0) * 100:3.0f}"
             for kind in (*TYPES, "all")
         )
-        print(f"  {name:<22} {split:<4}  {cells}")
+        print(f"  {name:<24} {split:<4}  {cells}")
 
 
 async def run(model: str, variants: list[str]) -> None:
@@ -125,7 +130,7 @@ async def run(model: str, variants: list[str]) -> None:
             with constants(overrides):
                 table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
-        for name in ("vectors", "hybrid"):
+        for name in ("vectors", "hybrid (+ agreement)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
                 r = await score(service, ids, data["multilingual"], mode)
@@ -133,7 +138,7 @@ async def run(model: str, variants: list[str]) -> None:
                 f"{lang} {r[('all', lang, 5)] * 100:3.0f}/{r[('all', lang, 10)] * 100:3.0f}"
                 for lang in ("de", "es")
             )
-            print(f"  {name:<22} {langs}")
+            print(f"  {name:<24} {langs}")
         service.db.close()
 
 
