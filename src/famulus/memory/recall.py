@@ -4,6 +4,13 @@ Why reciprocal rank fusion: BM25 scores and cosines live on different scales
 that shift with the corpus; ranks do not. Each list votes ``w / (K + rank)``.
 Recency/salience only re-orders what the two retrievers found (it is ranked
 over their union), so a fresh but unrelated fact never gets in on age alone.
+
+Agreement (issue 12): a candidate that both retrievers return is far more
+often the answer than one only a single retriever ranks high (a BM25 hit on
+a shared name, a vector hit on the topic), so its fused score is multiplied
+by ``1 + AGREEMENT``. Candidates equally fresh share a freshness rank, so a
+tie is never broken by which retriever listed the fact first; a coarser
+tie (``FRESH_STEP``) was measured and gave nothing on the dev split.
 """
 
 from __future__ import annotations
@@ -18,15 +25,17 @@ import numpy as np
 from famulus.memory.index import VectorIndex
 from famulus.timeutil import parse_iso, utcnow
 
-RRF_K = 20  # steeper than the usual 60: a clear first place in one list should count
+RRF_K = 10  # steeper than the usual 60: a clear first place in one list should count
 CANDIDATES = 50
 LIMIT = 8  # facts a recall returns unless asked for another number
 OBS_LIMIT = 4  # observations a recall returns
 MIN_COSINE = 0.3  # below this a vector hit is mostly noise for MiniLM-class models
 W_FTS = 1.0
-W_VEC = 1.0
+W_VEC = 1.5  # a paraphrased question shares meaning with its answer, seldom words
 W_RECENCY = 0.3
 HALF_LIFE_DAYS = 30.0
+AGREEMENT = 0.5  # bonus share for a candidate both retrievers return
+FRESH_STEP = 0.0  # > 0 makes freshness within a step a tie; 0.01 measured no gain on dev, so off
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,20 @@ def freshness(meta: Meta, now: datetime) -> float:
     return decay + meta.salience + 0.1 * math.log1p(meta.access_count)
 
 
+def fresh_ranks(metas: dict[int, Meta], ids: list[int]) -> dict[int, int]:
+    """Rank by freshness, best first; candidates in the same ``FRESH_STEP`` share a rank."""
+    now = utcnow()
+    step = FRESH_STEP or 1e-12
+    level = {i: round(freshness(metas[i], now) / step) for i in ids}
+    ranks: dict[int, int] = {}
+    previous: tuple[int, int] | None = None  # (level, rank) of the last one placed
+    for n, i in enumerate(sorted(ids, key=lambda i: -level[i])):
+        rank = previous[1] if previous and previous[0] == level[i] else n
+        ranks[i] = rank
+        previous = (level[i], rank)
+    return ranks
+
+
 def fuse(
     fts: list[int],
     vec: list[tuple[int, float]],
@@ -76,14 +99,14 @@ def fuse(
     fts = fts if use_fts else []
     vec_ids = [i for i, _ in vec]
     union = list(dict.fromkeys([*fts, *vec_ids]))
-    lists: list[tuple[float, Sequence[int]]] = [(W_FTS, fts), (W_VEC, vec_ids)]
+    scores = rrf([(W_FTS, fts), (W_VEC, vec_ids)])
+    for i in set(fts) & set(vec_ids):
+        scores[i] *= 1.0 + AGREEMENT
     if use_recency and union:
         metas = meta(union)
-        now = utcnow()
         union = [i for i in union if i in metas]
-        by_fresh = sorted(union, key=lambda i: -freshness(metas[i], now))
-        lists.append((W_RECENCY, by_fresh))
-    scores = rrf(lists)
+        for i, rank in fresh_ranks(metas, union).items():
+            scores[i] = scores.get(i, 0.0) + W_RECENCY / (RRF_K + rank + 1)
     fts_pos = {i: n for n, i in enumerate(fts)}
     vec_pos = {i: n for n, (i, _) in enumerate(vec)}
     cos = dict(vec)

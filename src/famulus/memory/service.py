@@ -22,7 +22,7 @@ from famulus import config_keys
 from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory import when
-from famulus.memory.embeddings import LOCAL_MODEL_ID
+from famulus.memory.embeddings import LOCAL_MODEL_ID, find_model
 from famulus.memory.vectors import (
     EmbedderFactory,
     ReindexSnapshot,
@@ -254,9 +254,11 @@ class MemoryService:
         for n, (i, _) in enumerate(rows):
             index.upsert(i, vectors[n])
 
-    async def embed_query(self, text: str) -> tuple[Space, np.ndarray]:
+    async def embed_query(self, text: str, *, question: bool = True) -> tuple[Space, np.ndarray]:
+        """A question embeds as a query; a fact compared with facts as a fact (E5 tells them apart)."""
         space = self._space()
-        vectors = await space.embedder.embed([text])
+        embed = space.embedder.embed_queries if question else space.embedder.embed
+        vectors = await embed([text])
         return space, vectors[0]
 
     # -- facts --------------------------------------------------------------
@@ -311,9 +313,10 @@ class MemoryService:
 
     async def find_duplicate(self, text: str) -> FactRow | None:
         """An active fact that says the same thing (cosine above the merge threshold)."""
-        space, vec = await self.embed_query(text)
+        space, vec = await self.embed_query(text, question=False)
         hits = space.facts.search(vec, 1)
-        if hits and hits[0][1] >= DUPLICATE_COSINE:
+        info = find_model(space.model_id)
+        if hits and hits[0][1] >= (info.duplicate_cosine if info else DUPLICATE_COSINE):
             return await self.stores.facts.get(hits[0][0])
         return None
 

@@ -22,6 +22,7 @@ from famulus.memory.embeddings import (
     LocalEmbedder,
     OpenAIEmbedder,
     find_model,
+    local_embedder,
 )
 from famulus.memory.index import VectorIndex
 from famulus.store.memory.vectors import VectorStore
@@ -109,7 +110,7 @@ class EmbedderFactory:
             known = ", ".join(m.id for m in CATALOG)
             raise InvalidRequest(f"Unknown embedding model {model_id!r}; choose one of {known}.")
         if info.provider == "local":
-            return LocalEmbedder()
+            return local_embedder(info.id)
         key = await self._credential(info.provider)
         if key is None:
             raise InvalidRequest(

@@ -1,0 +1,163 @@
+"""Recall quality on a long multi-session conversation set, per question type.
+
+    .venv/bin/python bench/recall_quality.py                 # local default model
+    .venv/bin/python bench/recall_quality.py --model ID      # another local model
+    .venv/bin/python bench/recall_quality.py --latency       # plus p50/p95 at 1k/10k/100k
+
+Resembles the outside check of issue 12: every turn of bench/data/conversations_set.json
+(built by bench/make_conversation_set.py) is stored as a fact through the real
+MemoryService (as ``POST /facts`` does) and every question is asked through the
+path of ``POST /memory/recall/inspect`` (limit 10). A question is found at k
+when ANY of its evidence turns is among the first k facts.
+
+Two splits: ``dev`` (the fusion constants may be tuned on it) and ``test``
+(held out: reported, never tuned on). Each mode runs one retriever alone or
+the full hybrid with a named set of fusion constants, so each ranking step
+can be switched off and measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from famulus.memory import context
+from famulus.memory import recall as fusion
+from famulus.memory.embeddings import LOCAL_MODEL_ID, Embedder, local_embedder
+from famulus.memory.index import VectorIndex
+from famulus.memory.service import MemoryService
+from famulus.memory.vectors import Space
+from famulus.settings import Settings
+from famulus.store.db import Database
+from famulus.store.kv import KVStore
+
+DATA = Path(__file__).parent / "data" / "conversations_set.json"
+BUDGET = Settings.model_fields["memory_budget_chars"].default
+TYPES = ("single", "multi-hop", "temporal", "inference")
+KS = (5, 10)
+
+# Each variant: (retriever mode, fusion constants to set for the run).
+# "hybrid" is the code as it stands; the others switch issue 12's steps off.
+BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0}
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "bm25": ("fts", {}),
+    "vectors": ("vector", {}),
+    "hybrid before issue 12": ("hybrid", BEFORE),
+    "+ k=10 vectors x1.5": ("hybrid", {"AGREEMENT": 0.0}),
+    "hybrid (+ agreement)": ("hybrid", {}),
+    "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
+}
+
+
+@contextmanager
+def constants(overrides: dict[str, Any]) -> Iterator[None]:
+    """Sets fusion constants for one run and puts the old values back."""
+    old = {name: getattr(fusion, name) for name in overrides}
+    for name, value in overrides.items():
+        setattr(fusion, name, value)
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            setattr(fusion, name, value)
+
+
+async def store(
+    embedder: Embedder, facts: list[str], path: Path
+) -> tuple[MemoryService, list[int]]:
+    db = Database(path)
+    db.open()
+    service = MemoryService(db, KVStore(db), lambda: None, budget_chars=BUDGET)
+    dim = embedder.dimensions
+    service.space = Space(embedder, VectorIndex(dim), VectorIndex(dim))
+    ids = [(await service.add_fact(text)).id for text in facts]
+    return service, ids
+
+
+async def ranked(service: MemoryService, query: str, mode: str) -> list[int]:
+    if mode == "hybrid":  # exactly what POST /memory/recall/inspect runs
+        return [i.row.id for i in (await context.inspect(service, query, 10)).facts]
+    return [f.id for f, _ in (await service.recall(query, limit=10, mode=mode)).facts]
+
+
+async def score(
+    service: MemoryService, ids: list[int], questions: list[dict[str, Any]], mode: str
+) -> dict[tuple[str, str, int], float]:
+    """(split, type, k) -> share found; type "all" and split "all" included."""
+    found: dict[tuple[str, str, int], list[float]] = {}
+    for q in questions:
+        got = await ranked(service, q["q"], mode)
+        wanted = {ids[i] for i in q["evidence"]}
+        for k in KS:
+            hit = 1.0 if wanted & set(got[:k]) else 0.0
+            for split in (q.get("split", "all"), "all"):
+                for kind in (q.get("type", q.get("lang", "all")), "all"):
+                    found.setdefault((split, kind, k), []).append(hit)
+    return {key: sum(v) / len(v) for key, v in found.items()}
+
+
+def table(name: str, r: dict[tuple[str, str, int], float], splits: tuple[str, ...]) -> None:
+    for split in splits:
+        cells = "  ".join(
+            f"{kind} {r.get((split, kind, 5), 0) * 100:3.0f}/{r.get((split, kind, 10), 0) * 100:3.0f}"
+            for kind in (*TYPES, "all")
+        )
+        print(f"  {name:<24} {split:<4}  {cells}")
+
+
+async def run(model: str, variants: list[str]) -> None:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    embedder = local_embedder(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        service, ids = await store(embedder, data["facts"], Path(tmp) / "conv.db")
+        took = time.perf_counter() - start
+        print(
+            f"{len(data['facts'])} turns stored as facts in {took:.1f} s with {model};"
+            f" {len(data['questions'])} questions; recall@5/@10 in % per type"
+            " (dev = tuned on, test = held out, never tuned on):"
+        )
+        for name in variants:
+            mode, overrides = VARIANTS[name]
+            with constants(overrides):
+                table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
+        print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
+        for name in ("vectors", "hybrid (+ agreement)"):
+            mode, overrides = VARIANTS[name]
+            with constants(overrides):
+                r = await score(service, ids, data["multilingual"], mode)
+            langs = "  ".join(
+                f"{lang} {r[('all', lang, 5)] * 100:3.0f}/{r[('all', lang, 10)] * 100:3.0f}"
+                for lang in ("de", "es")
+            )
+            print(f"  {name:<24} {langs}")
+        service.db.close()
+
+
+async def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=LOCAL_MODEL_ID, help="a local embedding model id")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
+    parser.add_argument("--latency", action="store_true", help="also p50/p95 at 1k/10k/100k")
+    args = parser.parse_args(argv)
+    await run(args.model, args.variants.split(","))
+    if args.latency:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from recall import latency  # the existing latency part, same code path
+
+        print("Recall latency (FTS5 + vectors + fusion; random query vectors), ms:")
+        for n in (1_000, 10_000, 100_000):
+            r = await latency(n)
+            print(f"  {n:>7,} facts: p50 {r['p50']:6.2f}  p95 {r['p95']:6.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))
