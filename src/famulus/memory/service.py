@@ -134,6 +134,7 @@ class MemoryService:
         self.write_lock = asyncio.Lock()
         # Attached by install(): the parts that run models or timers.
         self.jobs: Any = None
+        self.conversations: Any = None  # conversations.ConversationIndex (conversation recall)
         self.learning: Any = None
         self.budget_chars = budget_chars  # the recalled-memory share of the prompt
 
