@@ -10,7 +10,9 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from tests.support.chat_models import events_until, install_model, scripted
+from tests.support.memory_models import embeddings_server
 from tests.support.sessions import new_session
 
 from famulus.memory.conversations import ConversationIndex, chunk_text
@@ -206,3 +208,48 @@ def test_long_messages_are_chunked_at_word_boundaries() -> None:
     assert len(pieces) > 1 and all(len(p) <= 500 for p in pieces)
     assert " ".join(pieces) == text
     assert chunk_text("   ") == []
+
+
+@pytest.fixture
+def openai_embeddings(app: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with embeddings_server() as server:
+        llm = app.state.container.llm
+
+        async def credential(provider: str) -> str | None:
+            return "sk-test-embeddings" if provider == "openai" else None
+
+        monkeypatch.setattr(llm, "credential", credential)
+        monkeypatch.setattr(llm, "base_url", lambda provider: server["url"])
+        yield server
+
+
+async def test_a_reindex_re_embeds_messages_too(
+    app: Any, client: httpx.AsyncClient, openai_embeddings: Any
+) -> None:
+    sid = await new_session(client, "Garden")
+    for text in ("The roses need pruning in March", "Tomatoes go in after the frost", "ok"):
+        await _say(app, sid, "user", text)
+    await client.post("/facts", json={"text": "The garden shed key is under the pot"})
+    await _index(app).catch_up()
+    r = await client.post(
+        "/config/embedding", json={"embedding_model": "openai/text-embedding-3-small"}
+    )
+    assert r.status_code == 202, r.text
+    assert r.json()["total"] == 4  # one fact and three message chunks
+    for _ in range(200):
+        state = (await client.get("/memory/audit")).json()["reindex"]
+        if state["status"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert state["status"] == "completed" and state["done"] == state["total"] == 4
+    space = _index(app).memory.space
+    assert space is not None and space.model_id == "openai/text-embedding-3-small"
+    assert len(space.messages) == 3 and space.messages.dim == 1536
+    models = await app.state.container.core.db.read(
+        lambda conn: conn.execute(
+            "SELECT DISTINCT model FROM memory_vectors WHERE owner_type = 'message'"
+        ).fetchall()
+    )
+    assert [m[0] for m in models] == ["openai/text-embedding-3-small"]
+    results = await _search(client, query="pruning roses")
+    assert results and results[0]["text"] == "The roses need pruning in March"

@@ -1,7 +1,8 @@
 """What memory puts into the system prompt, within a character budget.
 
 The profile always goes in first (it is curated and short); recalled facts
-and observations follow in fused order until the budget is used up. The same
+and observations follow in fused order until the budget is used up, each
+line saying where it came from (``memory.provenance``). The same
 function serves the prompt and ``POST /memory/recall/inspect``, so what the
 inspector shows is exactly what the agent would get.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from famulus.agent import scope
+from famulus.memory import provenance
 from famulus.memory import recall as fusion
 from famulus.memory.service import MemoryService, Recalled
 from famulus.store.memory.facts import FactRow
@@ -50,7 +52,15 @@ class Inspection:
     formatted: str
 
 
-def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Assembled:
+def assemble(
+    profile: list[ProfileRow],
+    recalled: Recalled,
+    budget: int,
+    session_names: dict[str, str] | None = None,
+) -> Assembled:
+    """The memory text within ``budget`` characters, provenance included in
+    each line's cost; ``session_names`` names the sessions facts came from."""
+    names = session_names or {}
     out = Assembled("")
     lines: list[str] = []
     if profile:
@@ -60,15 +70,12 @@ def assemble(profile: list[ProfileRow], recalled: Recalled, budget: int) -> Asse
     sections: list[tuple[str, list[tuple[str, int, float, str]]]] = [
         (
             RECALL_HEADER,
-            [
-                ("fact", f.id, h.score, f"- {f.text} (fact #{f.id}, {f.kind}, {f.updated_at[:10]})")
-                for f, h in recalled.facts
-            ],
+            [("fact", f.id, h.score, provenance.fact_line(f, names)) for f, h in recalled.facts],
         ),
         (
             OBS_HEADER,
             [
-                ("observation", o.id, h.score, f"- {o.summary} (observation #{o.id})")
+                ("observation", o.id, h.score, provenance.observation_line(o))
                 for o, h in recalled.observations
             ],
         ),
@@ -95,7 +102,9 @@ async def build(
 ) -> tuple[Assembled, Recalled]:
     profile = await memory.stores.profile.entries()
     recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
-    return assemble(profile, recalled, memory.budget_chars), recalled
+    sessions = {s for f, _ in recalled.facts if (s := provenance.fact_session(f))}
+    names = await memory.stores.conversations.session_names(sorted(sessions))
+    return assemble(profile, recalled, memory.budget_chars, names), recalled
 
 
 async def prompt_context(memory: MemoryService, session_id: str, query: str) -> str:

@@ -24,7 +24,7 @@ from famulus.errors import InvalidRequest
 from famulus.memory import recall as fusion
 from famulus.memory.index import VectorIndex
 from famulus.memory.service import MemoryService
-from famulus.store.memory.conversations import ChunkFilter, ChunkRow, ConversationStore
+from famulus.store.memory.conversations import ChunkFilter, ChunkRow
 from famulus.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class ConversationIndex:
 
     def __init__(self, memory: MemoryService, *, poll_s: float = POLL_S) -> None:
         self.memory = memory
-        self.store = ConversationStore(memory.db)
+        self.store = memory.stores.conversations
         self.poll_s = poll_s
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

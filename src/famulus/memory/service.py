@@ -32,6 +32,7 @@ from famulus.store.db import Database
 from famulus.store.kv import KVStore
 from famulus.store.memory.admin import AdminStore, Cleared, MemoryStats, TableAudit
 from famulus.store.memory.common import text_hash
+from famulus.store.memory.conversations import ConversationStore
 from famulus.store.memory.extraction import ExtractionStore
 from famulus.store.memory.facts import EntityRow, FactRow, FactStore, LinkedFactRow
 from famulus.store.memory.learning import LearningStore
@@ -65,6 +66,7 @@ class Stores:
         self.recall = RecallStore(db)
         self.extraction = ExtractionStore(db)
         self.admin = AdminStore(db)
+        self.conversations = ConversationStore(db)
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,10 @@ class MemoryTools:
         if duplicate is not None:
             scope.used("memory")
             return f"Already known as fact #{duplicate.id}: {duplicate.text}"
-        ref = source_ref[:200] if source_ref else None
+        origin = _origin(source)
+        ref = source_ref[:200] if source_ref else _session_ref(origin)
         try:
-            row = await self.memory.add_fact(text, _kind(kind), _origin(source), ref)
+            row = await self.memory.add_fact(text, _kind(kind), origin, ref)
         except FamulusError as exc:
             return failure(f"Not remembered: {exc.detail}")
         scope.used("memory")
@@ -157,6 +158,12 @@ def _origin(source: str) -> str:
     if origin == "chat" and scope.origin() == "automation":
         return "automation"
     return origin
+
+
+def _session_ref(origin: str) -> str | None:
+    """A fact learned in a conversation points at it (as extraction's do), so its
+    provenance can name the session; other sources have no session to name."""
+    return scope.session_id() if origin in ("chat", "automation") else None
 
 
 @per_owner

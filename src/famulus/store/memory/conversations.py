@@ -208,6 +208,20 @@ class ConversationStore:
 
         return await self.db.read(op)
 
+    async def session_names(self, session_ids: list[str]) -> dict[str, str]:
+        """The names of those sessions that still exist (for provenance lines)."""
+        if not session_ids:
+            return {}
+        marks = ",".join("?" * len(session_ids))
+        return await self.db.read(
+            lambda conn: {
+                str(r[0]): str(r[1])
+                for r in conn.execute(
+                    f"SELECT id, name FROM sessions WHERE id IN ({marks})", session_ids
+                )
+            }
+        )
+
     async def counts(self) -> tuple[int, int]:
         """(messages indexed, chunks) for status and tests."""
         return await self.db.read(
