@@ -15,6 +15,7 @@ from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.memory_models import embeddings_server
 from tests.support.sessions import new_session
 
+from famulus.memory import conversations
 from famulus.memory.conversations import ConversationIndex, chunk_text
 
 SEARCH = "/memory/conversations/search"
@@ -23,6 +24,14 @@ SEARCH = "/memory/conversations/search"
 def _index(app: Any) -> ConversationIndex:
     index: ConversationIndex = app.state.container.memory.service.conversations
     return index
+
+
+@pytest.fixture(autouse=True)
+async def _manual_indexing(request: pytest.FixtureRequest, app: Any) -> None:
+    """The background indexer is stopped so each test indexes when it says
+    (``catch_up``), except the test that shows the indexer at work."""
+    if "background" not in request.node.name:
+        await _index(app).stop()
 
 
 async def _say(app: Any, sid: str, role: str, text: str, when: str | None = None) -> int:
@@ -77,7 +86,13 @@ async def test_messages_are_indexed_and_found_with_their_session(
     assert milk and milk[0]["session_id"] == other
 
 
-async def test_filters_session_speaker_and_dates(app: Any, client: httpx.AsyncClient) -> None:
+@pytest.mark.parametrize("exact_max", [20_000, 0], ids=["exact-vectors", "wide-vectors"])
+async def test_filters_session_speaker_and_dates(
+    app: Any, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, exact_max: int
+) -> None:
+    # Both ways of searching vectors under a filter: over the filter's own chunks,
+    # or over everything and filtering after.
+    monkeypatch.setattr(conversations, "FILTERED_EXACT_MAX", exact_max)
     a = await new_session(client, "A")
     b = await new_session(client, "B")
     old = await _say(app, a, "user", "My sister Ines lives in Porto", "2026-03-02T10:00:00.000Z")
@@ -202,7 +217,7 @@ async def test_the_agent_searches_past_conversations(app: Any, client: httpx.Asy
     assert result.count("When does our train") == 1  # the prompt itself, not a hit
 
 
-def test_long_messages_are_chunked_at_word_boundaries() -> None:
+async def test_long_messages_are_chunked_at_word_boundaries() -> None:
     text = " ".join(f"word{n}" for n in range(1000))
     pieces = chunk_text(text, 500)
     assert len(pieces) > 1 and all(len(p) <= 500 for p in pieces)

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
+
 from famulus.errors import InvalidRequest
 from famulus.memory import recall as fusion
 from famulus.memory.index import VectorIndex
@@ -38,6 +40,7 @@ MAX_SEARCH_LIMIT = 50
 TEXT_CHARS = 2000  # the full message in a result is capped at this
 SNIPPET_CHARS = 240
 SPEAKERS = ("user", "assistant")
+FILTERED_EXACT_MAX = 20_000  # a filter this selective gets an exact vector search
 
 
 @dataclass(frozen=True)
@@ -201,10 +204,9 @@ class ConversationIndex:
         fts = await self.store.fts(query, where, fusion.CANDIDATES)
         vec: list[tuple[int, float]] = []
         if space is not None and len(space.messages):
-            vectors = await space.embedder.embed([query])
-            # Filters apply after the vector search: look further when filtered.
-            wide = where != ChunkFilter()
-            vec = space.messages.search(vectors[0], fusion.CANDIDATES * (10 if wide else 1))
+            vec = await self._vector_hits(
+                space.messages, (await space.embedder.embed([query]))[0], where
+            )
         rows = await self.store.chunks(list(dict.fromkeys([*fts, *(i for i, _ in vec)])), where)
         if space is not None:
             await self._forget_deleted(space.messages, [i for i, _ in vec if i not in rows], where)
@@ -213,6 +215,19 @@ class ConversationIndex:
             [i for i in fts if i in rows], vec, lambda ids: _meta(rows, ids), limit * 3
         )
         return _per_message(hits, rows, query, limit)
+
+    async def _vector_hits(
+        self, index: VectorIndex, qvec: np.ndarray, where: ChunkFilter
+    ) -> list[tuple[int, float]]:
+        """Top cosines within the filter: exact over the filter's chunks when they
+        are few (one session, a short period), else over everything, looking ten
+        times further so that enough hits survive the filter."""
+        if where == ChunkFilter():
+            return index.search(qvec, fusion.CANDIDATES)
+        among = await self.store.ids_within(where, FILTERED_EXACT_MAX)
+        if among is not None:
+            return index.search_among(qvec, among, fusion.CANDIDATES)
+        return index.search(qvec, fusion.CANDIDATES * 10)
 
     async def _forget_deleted(
         self, index: VectorIndex, missing: list[int], where: ChunkFilter

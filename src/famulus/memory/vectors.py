@@ -33,7 +33,12 @@ class Space:
     facts: VectorIndex
     observations: VectorIndex
     # Chunks of past messages (conversation recall); never searched by fact recall.
-    messages: VectorIndex
+    # A Space built without one (a benchmark's) gets an empty one of the right size.
+    messages: VectorIndex = field(default_factory=lambda: VectorIndex(0))
+
+    def __post_init__(self) -> None:
+        if self.messages.dim != self.facts.dim:
+            self.messages = VectorIndex(self.facts.dim)
 
     @property
     def model_id(self) -> str:

@@ -189,6 +189,18 @@ class ConversationStore:
 
         return await self.db.read(op)
 
+    async def ids_within(self, where: ChunkFilter, cap: int) -> list[int] | None:
+        """Every chunk id the filter lets through, or None when there are more
+        than ``cap`` (then a vector search over everything is the cheaper way)."""
+        clause, params = where.sql()
+        rows = await self.db.read(
+            lambda conn: conn.execute(
+                f"SELECT c.id FROM conversation_chunks c WHERE {clause} LIMIT ?",
+                (*params, cap + 1),
+            ).fetchall()
+        )
+        return None if len(rows) > cap else [int(r[0]) for r in rows]
+
     async def existing(self, ids: list[int]) -> set[int]:
         """Which of the chunk ids still exist."""
 
