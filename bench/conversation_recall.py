@@ -11,8 +11,10 @@ by the server's own indexer step (``ConversationStore.index_new`` with
 ``ConversationIndex.search`` as the endpoint runs it: FTS5 BM25 top 50,
 brute-force cosine over the in-memory message index, loading and filtering
 the candidate chunks, rank fusion, one hit per message. Three kinds of
-query: unfiltered, one session, and the assistant's messages since a date
-(filtered searches look 10 times further in the vector list).
+query: unfiltered, one session (its chunks few enough for an exact vector
+search over them alone), and the assistant's messages over the last half of
+the history (too many for that: the whole index is searched ten times
+deeper, then filtered).
 """
 
 from __future__ import annotations

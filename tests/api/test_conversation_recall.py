@@ -86,7 +86,7 @@ async def test_messages_are_indexed_and_found_with_their_session(
     assert milk and milk[0]["session_id"] == other
 
 
-@pytest.mark.parametrize("exact_max", [20_000, 0], ids=["exact-vectors", "wide-vectors"])
+@pytest.mark.parametrize("exact_max", [5_000, 0], ids=["exact-vectors", "wide-vectors"])
 async def test_filters_session_speaker_and_dates(
     app: Any, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, exact_max: int
 ) -> None:
