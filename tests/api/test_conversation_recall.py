@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import API_KEY
 from tests.support.chat_models import events_until, install_model, scripted
 from tests.support.memory_models import embeddings_server
 from tests.support.sessions import new_session
 
+from famulus.app import create_app
 from famulus.memory import conversations
 from famulus.memory.conversations import ConversationIndex, chunk_text
+from famulus.settings import Settings
 
 SEARCH = "/memory/conversations/search"
 
@@ -29,7 +33,7 @@ def _index(app: Any) -> ConversationIndex:
 @pytest.fixture(autouse=True)
 async def _manual_indexing(request: pytest.FixtureRequest, app: Any) -> None:
     """The background indexer is stopped so each test indexes when it says
-    (``catch_up``), except the test that shows the indexer at work."""
+    (``catch_up``), except the tests that show the indexer at work."""
     if "background" not in request.node.name:
         await _index(app).stop()
 
@@ -268,3 +272,33 @@ async def test_a_reindex_re_embeds_messages_too(
     assert [m[0] for m in models] == ["openai/text-embedding-3-small"]
     results = await _search(client, query="pruning roses")
     assert results and results[0]["text"] == "The roses need pruning in March"
+
+
+async def test_existing_history_is_indexed_in_the_background_at_start(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The first start after an upgrade: history written before the index
+    existed (here: before this server started) is indexed without a request."""
+    settings = settings.model_copy(update={"home": tmp_path / "upgraded-home"})
+    first = create_app(settings)
+    async with first.router.lifespan_context(first):
+        await _index(first).stop()
+        sessions = first.state.container.core.sessions
+        sid = (await sessions.create("Old times")).session_id
+        for n in range(250):  # more than one indexing batch
+            await sessions.store.add_message(sid, "user", f"Old note {n} about the canal boat")
+        assert await _index(first).store.mark() == 0
+    second = create_app(settings)
+    async with second.router.lifespan_context(second):
+        transport = httpx.ASGITransport(app=second)
+        headers = {"Authorization": f"Bearer {API_KEY}"}
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://t", headers=headers
+        ) as client:
+            for _ in range(300):
+                if await _index(second).store.counts() == (250, 250):
+                    break
+                await asyncio.sleep(0.05)
+            assert await _index(second).store.counts() == (250, 250)
+            found = await _search(client, query="note 249 canal boat", limit=50)
+            assert found and all(r["session_id"] == sid for r in found)
