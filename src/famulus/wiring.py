@@ -41,6 +41,7 @@ from famulus.llm.service import LLMService
 from famulus.mcp.connection import Timeouts
 from famulus.mcp.registry import McpRegistry
 from famulus.memory import reindex
+from famulus.memory.conversations import ConversationIndex
 from famulus.memory.facade import MemoryFacade
 from famulus.memory.jobs import MemoryJobs
 from famulus.memory.learning import Learning
@@ -209,16 +210,20 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
         after_messages=settings.memory_extract_after_messages,
     )
     learning = Learning(service, core.directives)
+    conversations = ConversationIndex(service)
     service.jobs, service.learning = jobs, learning
+    service.conversations = conversations
     facade = MemoryFacade(service, jobs, learning)
 
     async def stop() -> None:
+        await conversations.stop()
         await jobs.stop()
         await reindex.stop_reindex(service)
         await service.stop()
 
     core.hooks.on_start(service.start)
     core.hooks.on_start(jobs.resume)
+    core.hooks.on_start(conversations.start)
     core.hooks.after_branch.append(jobs.branched)
     core.hooks.on_stop(stop)
     core.hooks.toolsets(facade.toolsets)

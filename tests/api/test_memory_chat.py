@@ -90,7 +90,8 @@ async def test_forget_tool_needs_approval(app: Any, client: httpx.AsyncClient) -
 async def test_remember_and_recall_tools(app: Any) -> None:
     memory = app.state.container.memory
     reading, writing = await memory.toolsets()
-    assert reading.id == "read-only:memory" and set(reading.tools) == {"recall"}
+    assert reading.id == "read-only:memory"
+    assert set(reading.tools) == {"recall", "search_conversations"}
     assert set(writing.tools) == {"remember", "forget"}
     toolset = writing
     toolset.tools["recall"] = reading.tools["recall"]

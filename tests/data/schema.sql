@@ -1,5 +1,7 @@
 CREATE INDEX automation_runs_by_automation ON automation_runs (automation_id, id DESC);
 CREATE INDEX calendar_fired_by_start ON calendar_fired (event_start);
+CREATE INDEX conversation_chunks_session ON conversation_chunks (session_id, created_at);
+CREATE INDEX conversation_chunks_time ON conversation_chunks (created_at);
 CREATE INDEX facts_active ON facts (archived_at, updated_at DESC);
 CREATE INDEX facts_kind ON facts (kind);
 CREATE INDEX memory_access_owner ON memory_access_events (owner_type, owner_id);
@@ -19,6 +21,9 @@ CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
 CREATE TABLE automation_runs ( id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, run_id TEXT, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, result TEXT , fired_by TEXT, session_id TEXT, usage TEXT);
 CREATE TABLE automations ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, description TEXT NOT NULL, trigger TEXT NOT NULL, notifiers TEXT NOT NULL DEFAULT '[]', enabled INTEGER NOT NULL DEFAULT 1, writable INTEGER NOT NULL DEFAULT 0, session_id TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_run_at TEXT, next_run_at TEXT, last_result TEXT, last_status TEXT , enabled_at TEXT, kind TEXT NOT NULL DEFAULT 'task', budget REAL);
 CREATE TABLE calendar_fired ( automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, event_uid TEXT NOT NULL, event_start TEXT NOT NULL, fired_at TEXT NOT NULL, PRIMARY KEY (automation_id, event_uid, event_start) );
+CREATE TABLE conversation_chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE, session_id TEXT NOT NULL, role TEXT NOT NULL, chunk_no INTEGER NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL, UNIQUE (message_id, chunk_no) );
+CREATE VIRTUAL TABLE conversation_fts USING fts5 ( text, content = 'conversation_chunks', content_rowid = 'id', tokenize = 'porter unicode61' );
+CREATE TABLE conversation_index_state ( id INTEGER PRIMARY KEY CHECK (id = 1), last_message_id INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL );
 CREATE TABLE dreams ( id INTEGER PRIMARY KEY AUTOINCREMENT, bridge TEXT NOT NULL, insight TEXT NOT NULL, source_fact_ids TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL );
 CREATE TABLE entities ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'thing', UNIQUE (name, type) );
 CREATE TABLE events ( session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, seq INTEGER NOT NULL, type TEXT NOT NULL, run_id TEXT, data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, seq) ) WITHOUT ROWID;
@@ -51,6 +56,8 @@ CREATE TABLE telegram_chats ( chat_id INTEGER PRIMARY KEY, title TEXT NOT NULL, 
 CREATE TABLE telegram_pairings ( code TEXT PRIMARY KEY, chat_id INTEGER NOT NULL UNIQUE, title TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL );
 CREATE TABLE telegram_sessions ( chat_id INTEGER NOT NULL, session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, created_at TEXT NOT NULL, PRIMARY KEY (chat_id, session_id) ) WITHOUT ROWID;
 CREATE TABLE usage_ledger ( id INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT NOT NULL, source TEXT NOT NULL, session_id TEXT, run_id TEXT, automation_id INTEGER, provider TEXT NOT NULL, model TEXT NOT NULL, input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0, -- the 4-characters-a-token estimate of what was sent (GET /context scales -- its estimates by input_tokens / estimated_input of a session's last request) estimated_input INTEGER, cost REAL, priced_by TEXT );
+CREATE TRIGGER conversation_chunks_ad AFTER DELETE ON conversation_chunks BEGIN INSERT INTO conversation_fts (conversation_fts, rowid, text) VALUES ('delete', old.id, old.text); DELETE FROM memory_vectors WHERE owner_type = 'message' AND owner_id = old.id; END;
+CREATE TRIGGER conversation_chunks_ai AFTER INSERT ON conversation_chunks BEGIN INSERT INTO conversation_fts (rowid, text) VALUES (new.id, new.text); END;
 CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.id, old.text); END;
 CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN INSERT INTO facts_fts (rowid, text) VALUES (new.id, new.text); END;
 CREATE TRIGGER facts_au AFTER UPDATE OF text ON facts BEGIN INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.id, old.text); INSERT INTO facts_fts (rowid, text) VALUES (new.id, new.text); END;

@@ -21,6 +21,7 @@ class RunScope:
     origin: str = "chat"  # "chat" or "automation"
     read_only: bool = False  # an automation that may not modify data
     automation_id: int | None = None  # the automation this run works for
+    session_id: str | None = None  # the session the run answers in
     sources: list[str] = field(default_factory=list)  # used, not yet recorded
 
     def take_sources(self) -> list[str]:
@@ -48,6 +49,12 @@ def read_only() -> bool:
 def origin() -> str:
     scope = _current.get()
     return scope.origin if scope is not None else "chat"
+
+
+def session_id() -> str | None:
+    """The session of the run in progress (None outside a run)."""
+    scope = _current.get()
+    return scope.session_id if scope is not None else None
 
 
 def used(source: str) -> None:

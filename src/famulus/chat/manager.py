@@ -171,7 +171,10 @@ class RunManager:
             approval_refusal=inp.approval_refusal,
             command=inp.message[:COMMAND_CHARS],
             scope=RunScope(
-                origin=inp.origin, read_only=inp.read_only, automation_id=inp.automation_id
+                origin=inp.origin,
+                read_only=inp.read_only,
+                automation_id=inp.automation_id,
+                session_id=session_id,
             ),
         )
         run = Run(spec, self.recorder, self.turns)

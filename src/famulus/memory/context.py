@@ -1,7 +1,8 @@
 """What memory puts into the system prompt, within a character budget.
 
 The profile always goes in first (it is curated and short); recalled facts
-and observations follow in fused order until the budget is used up. The same
+and observations follow in fused order until the budget is used up, each
+line saying where it came from (``memory.provenance``). The same
 function serves the prompt and ``POST /memory/recall/inspect``, so what the
 inspector shows is exactly what the agent would get.
 """
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from famulus.agent import scope
+from famulus.memory import provenance, when
 from famulus.memory import recall as fusion
-from famulus.memory import when
 from famulus.memory.service import MemoryService, Recalled
 from famulus.store.memory.facts import FactRow
 from famulus.store.memory.observations import ObservationRow
@@ -52,15 +53,16 @@ class Inspection:
     time_range: when.TimeRange | None = None
 
 
-def fact_line(fact: FactRow, zone: str = "UTC") -> str:
-    """A recalled fact as the prompt shows it, with its dates (``when.label``) so
-    the agent can tell "in June" from "in July" and answer "when did I …"."""
-    return f"- {fact.text} (fact #{fact.id}, {fact.kind}, {when.label(fact, zone)})"
-
-
 def assemble(
-    profile: list[ProfileRow], recalled: Recalled, budget: int, zone: str = "UTC"
+    profile: list[ProfileRow],
+    recalled: Recalled,
+    budget: int,
+    zone: str = "UTC",
+    session_names: dict[str, str] | None = None,
 ) -> Assembled:
+    """The memory text within ``budget`` characters, provenance and dates included
+    in each line's cost; ``session_names`` names the sessions facts came from."""
+    names = session_names or {}
     out = Assembled("")
     lines: list[str] = []
     if profile:
@@ -70,12 +72,15 @@ def assemble(
     sections: list[tuple[str, list[tuple[str, int, float, str]]]] = [
         (
             RECALL_HEADER,
-            [("fact", f.id, h.score, fact_line(f, zone)) for f, h in recalled.facts],
+            [
+                ("fact", f.id, h.score, provenance.fact_line(f, names, when.label(f, zone)))
+                for f, h in recalled.facts
+            ],
         ),
         (
             OBS_HEADER,
             [
-                ("observation", o.id, h.score, f"- {o.summary} (observation #{o.id})")
+                ("observation", o.id, h.score, provenance.observation_line(o))
                 for o, h in recalled.observations
             ],
         ),
@@ -102,7 +107,9 @@ async def build(
 ) -> tuple[Assembled, Recalled]:
     profile = await memory.stores.profile.entries()
     recalled = await memory.recall(query, limit=limit) if query.strip() else Recalled([], [])
-    return assemble(profile, recalled, memory.budget_chars, memory.zone), recalled
+    sessions = {s for f, _ in recalled.facts if (s := provenance.fact_session(f))}
+    names = await memory.stores.conversations.session_names(sorted(sessions))
+    return assemble(profile, recalled, memory.budget_chars, memory.zone, names), recalled
 
 
 async def prompt_context(memory: MemoryService, session_id: str, query: str) -> str:

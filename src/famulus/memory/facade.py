@@ -49,6 +49,8 @@ class MemoryFacade:
         read_only: bool = False,
         automation_id: int | None = None,
     ) -> None:
+        if self.service.conversations is not None:
+            self.service.conversations.nudge()  # index the run's messages, off the request path
         await self.jobs.on_run_finished(
             session_id, run_id, read_only=read_only, automation_id=automation_id
         )

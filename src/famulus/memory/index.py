@@ -76,6 +76,17 @@ class VectorIndex:
                 self._pos[moved] = pos
             self._size = last
 
+    def search_among(self, query: np.ndarray, among: list[int], k: int) -> list[tuple[int, float]]:
+        """``search`` restricted to the ids in ``among`` (a filter's rows): exact
+        within them, and cheaper than the whole matrix when they are few."""
+        with self._lock:
+            rows = [p for p in (self._pos.get(i) for i in among) if p is not None]
+            if not rows or k <= 0:
+                return []
+            scores = self._matrix[rows] @ query.astype(np.float32)
+            ids = self._ids[rows]
+        return _top(ids, scores, k)
+
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         with self._lock:
             n = self._size
@@ -83,7 +94,12 @@ class VectorIndex:
                 return []
             scores = self._matrix[:n] @ query.astype(np.float32)
             ids = self._ids[:n]
-        k = min(k, n)
-        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        order = top[np.argsort(-scores[top])]
-        return [(int(ids[i]), float(scores[i])) for i in order]
+        return _top(ids, scores, k)
+
+
+def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    n = len(ids)
+    k = min(k, n)
+    top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    order = top[np.argsort(-scores[top])]
+    return [(int(ids[i]), float(scores[i])) for i in order]

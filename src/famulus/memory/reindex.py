@@ -44,7 +44,7 @@ async def start_reindex(memory: MemoryService, model_id: str) -> ReindexStarted:
 async def _pending(memory: MemoryService, embedder: Embedder) -> dict[str, list[tuple[int, str]]]:
     """Active rows whose vector for ``embedder`` is missing or stale."""
     out: dict[str, list[tuple[int, str]]] = {}
-    for owner in ("fact", "observation"):
+    for owner in ("fact", "observation", "message"):  # message: conversation recall's chunks
         have = await memory.stores.vectors.hashes(owner, embedder.model_id)
         rows = await memory.stores.vectors.texts_to_embed(owner)
         out[owner] = [(i, t) for i, t in rows if have.get(i) != text_hash(t)]

@@ -34,6 +34,7 @@ from famulus.store.db import Database
 from famulus.store.kv import KVStore
 from famulus.store.memory.admin import AdminStore, Cleared, MemoryStats, TableAudit
 from famulus.store.memory.common import text_hash
+from famulus.store.memory.conversations import ConversationStore
 from famulus.store.memory.extraction import ExtractionStore
 from famulus.store.memory.facts import EntityRow, FactRow, FactStore, FactTime, LinkedFactRow
 from famulus.store.memory.learning import LearningStore
@@ -71,6 +72,7 @@ class Stores:
         self.recall = RecallStore(db)
         self.extraction = ExtractionStore(db)
         self.admin = AdminStore(db)
+        self.conversations = ConversationStore(db)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class MemoryService:
         self.write_lock = asyncio.Lock()
         # Attached by install(): the parts that run models or timers.
         self.jobs: Any = None
+        self.conversations: Any = None  # conversations.ConversationIndex (conversation recall)
         self.learning: Any = None
         self.budget_chars = budget_chars  # the recalled-memory share of the prompt
 

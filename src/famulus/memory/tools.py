@@ -1,4 +1,4 @@
-"""Agent tools: remember, recall, forget (the methods of ``MemoryTools``).
+"""Agent tools: remember, recall, search_conversations, forget (the methods of ``MemoryTools``).
 
 ``forget`` deletes a memory for good, so it is a deferred tool that needs the
 person's approval (pydantic-ai ``requires_approval``); the chat area turns
@@ -15,6 +15,7 @@ from famulus.agent.toolcache import per_owner
 from famulus.errors import FamulusError, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory import when
+from famulus.memory.conversations import TOOL_LIMIT, format_hits, make_filter
 from famulus.memory.service import FACT_KINDS, MemoryService
 
 # Provenance the agent may claim for what it remembers (never "manual" or
@@ -50,9 +51,10 @@ class MemoryTools:
         if duplicate is not None:
             scope.used("memory")
             return f"Already known as fact #{duplicate.id}: {duplicate.text}"
-        ref = source_ref[:200] if source_ref else None
+        origin = _origin(source)
+        ref = source_ref[:200] if source_ref else _session_ref(origin)
         try:
-            row = await self.memory.add_fact(text, _kind(kind), _origin(source), ref)
+            row = await self.memory.add_fact(text, _kind(kind), origin, ref)
         except FamulusError as exc:
             return failure(f"Not remembered: {exc.detail}")
         scope.used("memory")
@@ -77,6 +79,48 @@ class MemoryTools:
         if lines:
             scope.used("memory")
         return "\n".join(lines) or "Nothing relevant in memory."
+
+    async def search_conversations(
+        self,
+        query: str,
+        session_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        speaker: str | None = None,
+    ) -> str:
+        """Search what was actually said in past conversations (not only remembered facts).
+
+        Use it for "what did I tell you about ...", "what did you suggest last week".
+        The current conversation is left out unless session_id names it.
+
+        Args:
+            query: what to look for, in plain words.
+            session_id: only this session.
+            since: only messages from this date or ISO datetime on, e.g. 2026-05-01.
+            until: only messages up to this date (inclusive) or ISO datetime.
+            speaker: only what "user" (the person) or "assistant" (you) said.
+        """
+        index = self.memory.conversations
+        if index is None:
+            return "Conversation search is not available."
+        if not query.strip():
+            return "search_conversations needs a query: say in plain words what to look for."
+        current = scope.session_id()
+        try:
+            where = make_filter(
+                session_id=session_id,
+                since=since,
+                until=until,
+                speaker=speaker,
+                exclude_session_id=current if current != session_id else None,
+            )
+            hits = await index.search(query[:1000], where, TOOL_LIMIT)
+        except FamulusError as exc:
+            return failure(f"Search failed: {exc.detail}")
+        if not hits:
+            return "Nothing found in past conversations."
+        scope.used("memory")
+        return format_hits(hits)
 
     async def forget(self, fact_id: int) -> str:
         """Delete a fact from memory permanently (asks the person first).
@@ -118,6 +162,12 @@ def _origin(source: str) -> str:
     return origin
 
 
+def _session_ref(origin: str) -> str | None:
+    """A fact learned in a conversation points at it (as extraction's do), so its
+    provenance can name the session; other sources have no session to name."""
+    return scope.session_id() if origin in ("chat", "automation") else None
+
+
 @per_owner
 def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
     """Recall (read-only, so the research sub-agent gets it too) and the writers;
@@ -126,6 +176,7 @@ def memory_toolsets(memory: MemoryService) -> list[FunctionToolset[None]]:
     reading: FunctionToolset[None] = FunctionToolset(id="read-only:memory")
     writing: FunctionToolset[None] = FunctionToolset(id="memory")
     reading.add_function(tools.recall)
+    reading.add_function(tools.search_conversations)
     writing.add_function(tools.remember)
     writing.add_function(tools.forget, requires_approval=True)
     return [reading, writing]

@@ -1,4 +1,4 @@
-"""The vector space in use: one embedder with its fact and observation indexes.
+"""The vector space in use: one embedder with its fact, observation and message indexes.
 
 A ``Space`` is swapped whole when a re-index completes, so a recall always
 embeds its query with the same model that produced the vectors it searches.
@@ -33,18 +33,28 @@ class Space:
     embedder: Embedder
     facts: VectorIndex
     observations: VectorIndex
+    # Chunks of past messages (conversation recall); never searched by fact recall.
+    # A Space built without one (a benchmark's) gets an empty one of the right size.
+    messages: VectorIndex = field(default_factory=lambda: VectorIndex(0))
+
+    def __post_init__(self) -> None:
+        if self.messages.dim != self.facts.dim:
+            self.messages = VectorIndex(self.facts.dim)
 
     @property
     def model_id(self) -> str:
         return self.embedder.model_id
 
     def index(self, owner_type: str) -> VectorIndex:
+        if owner_type == "message":
+            return self.messages
         return self.facts if owner_type == "fact" else self.observations
 
 
 async def load_space(store: VectorStore, embedder: Embedder) -> Space:
-    space = Space(embedder, VectorIndex(embedder.dimensions), VectorIndex(embedder.dimensions))
-    for owner in ("fact", "observation"):
+    dim = embedder.dimensions
+    space = Space(embedder, VectorIndex(dim), VectorIndex(dim), VectorIndex(dim))
+    for owner in ("fact", "observation", "message"):
         ids, matrix = await store.load(owner, embedder.model_id)
         if ids:
             space.index(owner).load(ids, matrix)

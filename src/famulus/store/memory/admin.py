@@ -47,7 +47,9 @@ _CLEARED_TABLES = {
     "learning_candidates": "learning_candidates",
     "entities": "entities",
     "links": "fact_links",
-    "vectors": "memory_vectors",
+    # Message vectors belong to the conversation index, which follows the
+    # sessions (deleted with them), not to what clearing memory forgets.
+    "vectors": "memory_vectors WHERE owner_type != 'message'",
     "access_events": "memory_access_events",
 }
 

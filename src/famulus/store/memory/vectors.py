@@ -1,4 +1,4 @@
-"""Embedding vectors of facts and observations, keyed by (owner, model).
+"""Embedding vectors of facts, observations and message chunks, keyed by (owner, model).
 
 Each vector is tagged with a hash of the text it was made from, so the audit
 and the backfill can tell a stale vector from a current one.
@@ -11,7 +11,19 @@ import numpy as np
 from famulus.store.db import Database
 from famulus.store.memory.common import Conn, text_hash
 
-_BASE = {"fact": "facts", "observation": "observations"}
+# owner type -> (table, which of its rows count as live). Messages are indexed
+# by chunk (``conversation_chunks``, see store/memory/conversations.py); a chunk
+# lives until its message is deleted.
+_BASE = {
+    "fact": ("facts", "b.archived_at IS NULL"),
+    "observation": ("observations", "b.archived_at IS NULL"),
+    "message": ("conversation_chunks", "1"),
+}
+_TEXTS = {
+    "fact": "SELECT id, text FROM facts WHERE archived_at IS NULL ORDER BY id",
+    "observation": "SELECT id, summary FROM observations WHERE archived_at IS NULL ORDER BY id",
+    "message": "SELECT id, text FROM conversation_chunks ORDER BY id",
+}
 
 
 class VectorStore:
@@ -45,13 +57,13 @@ class VectorStore:
 
     async def load(self, owner_type: str, model: str) -> tuple[list[int], np.ndarray]:
         """The vectors of active rows: ids and one matrix, row n for ids[n]."""
-        base = _BASE[owner_type]
+        base, live = _BASE[owner_type]
 
         def op(conn: Conn) -> tuple[list[int], np.ndarray]:
             rows = conn.execute(
                 f"SELECT v.owner_id, v.dim, v.vec FROM memory_vectors v JOIN {base} b"
                 " ON b.id = v.owner_id WHERE v.owner_type = ? AND v.model = ?"
-                " AND b.archived_at IS NULL",
+                f" AND {live}",
                 (owner_type, model),
             ).fetchall()
             if not rows:
@@ -82,12 +94,8 @@ class VectorStore:
         )
 
     async def texts_to_embed(self, owner_type: str) -> list[tuple[int, str]]:
-        """Every active fact or observation with its text (for a re-index)."""
-        sql = (
-            "SELECT id, text FROM facts WHERE archived_at IS NULL ORDER BY id"
-            if owner_type == "fact"
-            else "SELECT id, summary FROM observations WHERE archived_at IS NULL ORDER BY id"
-        )
+        """Every active fact, observation or message chunk with its text (for a re-index)."""
+        sql = _TEXTS[owner_type]
         return await self.db.read(
             lambda conn: [(int(r[0]), str(r[1])) for r in conn.execute(sql).fetchall()]
         )
