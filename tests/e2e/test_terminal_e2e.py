@@ -300,14 +300,17 @@ def test_session_resumes_with_its_last_messages(
         ("no-server", "cannot reach famulus at"),
         ("no-session", "no session 's_missing'"),
         ("no-key", "no API key: pass --key or set FAMULUS_API_KEY"),
+        ("odd-key", "the API key has a character no famulus key has"),
+        ("padded-key", "no session 's_missing'"),  # the key was taken: blanks around it go
     ],
 )
 def test_start_failures_are_one_line_and_exit_2(
     famulus: ServerProcess, target: str, message: str
 ) -> None:
     url = famulus.base_url if target != "no-server" else f"http://127.0.0.1:{free_port()}"
-    key = "wrong-key-0123456789" if target == "bad-key" else KEY
-    extra = ["--session", "s_missing"] if target == "no-session" else []
+    keys = {"bad-key": "wrong-key-0123456789", "odd-key": "“sécret-0123456789”"}
+    key = keys.get(target, f" {KEY}\n" if target == "padded-key" else KEY)
+    extra = ["--session", "s_missing"] if target in ("no-session", "padded-key") else []
     extra += [] if target == "no-key" else ["--key", key]
     done = subprocess.run(
         [sys.executable, "-m", "famulus.cli", "chat", "--url", url, *extra],
