@@ -282,6 +282,8 @@ async def test_session_rule(app: Any, client: httpx.AsyncClient) -> None:
     client_a = await session_of(ask("4"))
     # Another version of the same client is the same client.
     assert await session_of(ask("5"), **{"User-Agent": "OpenAI/Python 2.0.1"}) == client_a
+    # A blank `user` names nobody: no session "API:  " for it.
+    assert await session_of(ask("5b", user="  \n")) == client_a
     assert await session_of(ask("6"), **{"User-Agent": "curl/8.5.0"}) != client_a
     # The header wins over `user`.
     assert await session_of(ask("7", user="bob"), **{"X-Famulus-Session": alice}) == alice
