@@ -397,7 +397,8 @@ class Conversations:
             await self.say(row.chat_id, "No sessions yet; just write, or start one with /new.")
             return
         if args:
-            if not args.isdigit() or not 1 <= int(args) <= len(listed):
+            # isdecimal, not isdigit: "²" is a digit that int() refuses.
+            if not args.isdecimal() or not 1 <= int(args) <= len(listed):
                 await self.say(row.chat_id, f"Choose a number from 1 to {len(listed)}.")
                 return
             await self._switch(row, listed[int(args) - 1].session_id, None)
