@@ -129,6 +129,16 @@ async def test_bad_messages_are_400_naming_the_field(client: httpx.AsyncClient) 
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
     r = await complete(client, ask("hi"), **{"X-Famulus-Approve": "yes"})
     assert r.status_code == 400
+    # A lone surrogate is no text (it was a 500, with the run half started).
+    for content in ("hi \ud800", [{"type": "text", "text": "\udc00"}]):
+        body = {"model": "famulus", "messages": [{"role": "user", "content": content}]}
+        raw = json.dumps(body)  # escaped, as a browser's JSON.stringify sends it
+        r = await client.post(
+            "/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        assert "surrogate" in r.json()["error"]["message"]
+        assert r.json()["error"]["type"] == "invalid_request_error"
     # Nothing was started by any of them.
     assert (await client.get("/sessions")).json()["sessions"] == []
 
