@@ -82,6 +82,17 @@ async def test_refused_key_is_502_and_nothing_stored(
     assert not settings.secrets_file.exists()
 
 
+@pytest.mark.parametrize("service", ["telegram", "web-search"])
+async def test_a_key_with_a_control_or_non_ascii_character_is_422(
+    client: httpx.AsyncClient, settings: Settings, service: str
+) -> None:
+    for key in ("123:AB\tCdef", "123:AB\x00Cdef", "123:AB\x7fCdef", "123:ABCdéf"):
+        r = await client.post(f"/services/{service}/connect", json={"api_key": key})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request", r.text
+        assert "no key has" in r.json()["detail"] and key not in r.text
+    assert not settings.secrets_file.exists()
+
+
 async def test_unknown_service_and_strict_body(client: httpx.AsyncClient) -> None:
     assert (await client.post("/services/nope/connect", json={"api_key": "x"})).status_code == 404
     assert (await client.delete("/services/nope")).status_code == 404

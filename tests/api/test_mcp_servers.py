@@ -135,6 +135,30 @@ async def test_bad_configs_are_422(
     assert (await client.get("/mcp/servers")).json() == {"servers": []}
 
 
+JSON = {"Content-Type": "application/json"}
+
+
+async def test_a_lone_surrogate_is_400_and_nothing_is_stored(
+    env: tuple[httpx.AsyncClient, McpRegistry],
+) -> None:
+    """It was a 500 after the row was stored, and every later listing a 500."""
+    client, _ = env
+    bodies = [
+        {"name": "s1", "transport": "stdio", "command": "x", "args": ["\ud800"]},
+        {"name": "s2", "transport": "stdio", "command": "x\udfff"},
+        {"name": "s3", "transport": "http", "url": "http://a.test/\ud800"},
+        {"name": "s4", "transport": "stdio", "command": "x", "env": {"A": "\ud800"}},
+    ]
+    for body in bodies:  # as a browser's JSON.stringify sends it: escaped
+        r = await client.post("/mcp/servers", content=json.dumps(body), headers=JSON)
+        assert r.status_code == 400 and "surrogate" in r.json()["detail"], r.text
+    assert (await client.get("/mcp/servers")).json() == {"servers": []}
+    # A surrogate pair (an emoji) is text, and so is an escaped backslash before "ud800".
+    body = {"name": "ok", "transport": "stdio", "command": "x", "args": ["😀", "\\ud800"]}
+    r = await client.post("/mcp/servers", content=json.dumps(body), headers=JSON)
+    assert r.status_code == 201 and r.json()["args"] == ["😀", "\\ud800"]
+
+
 async def test_conflicts_and_patch_rules(env: tuple[httpx.AsyncClient, McpRegistry]) -> None:
     client, _ = env
     assert (await client.post("/mcp/servers", json=stdio_body())).status_code == 201

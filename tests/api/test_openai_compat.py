@@ -129,6 +129,16 @@ async def test_bad_messages_are_400_naming_the_field(client: httpx.AsyncClient) 
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
     r = await complete(client, ask("hi"), **{"X-Famulus-Approve": "yes"})
     assert r.status_code == 400
+    # A lone surrogate is no text (it was a 500, with the run half started).
+    for content in ("hi \ud800", [{"type": "text", "text": "\udc00"}]):
+        body = {"model": "famulus", "messages": [{"role": "user", "content": content}]}
+        raw = json.dumps(body)  # escaped, as a browser's JSON.stringify sends it
+        r = await client.post(
+            "/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        assert "surrogate" in r.json()["error"]["message"]
+        assert r.json()["error"]["type"] == "invalid_request_error"
     # Nothing was started by any of them.
     assert (await client.get("/sessions")).json()["sessions"] == []
 
@@ -282,6 +292,8 @@ async def test_session_rule(app: Any, client: httpx.AsyncClient) -> None:
     client_a = await session_of(ask("4"))
     # Another version of the same client is the same client.
     assert await session_of(ask("5"), **{"User-Agent": "OpenAI/Python 2.0.1"}) == client_a
+    # A blank `user` names nobody: no session "API:  " for it.
+    assert await session_of(ask("5b", user="  \n")) == client_a
     assert await session_of(ask("6"), **{"User-Agent": "curl/8.5.0"}) != client_a
     # The header wins over `user`.
     assert await session_of(ask("7", user="bob"), **{"X-Famulus-Session": alice}) == alice

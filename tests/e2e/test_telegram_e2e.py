@@ -257,6 +257,8 @@ def test_new_and_sessions(http: httpx.Client, bot: FakeTelegram, model: Scripted
     bot.wait(lambda: chat_state(http, 504)["session_id"] == second)
     bot.message(504, "/sessions 9")
     bot.wait_text(504, "Choose a number from 1 to 2.")
+    bot.message(504, "/sessions ²")  # a digit, but no number
+    bot.wait(lambda: sum("Choose a number" in t for t in bot.texts(504)) == 2)
 
 
 def chat_state(http: httpx.Client, chat_id: int) -> dict[str, Any]:

@@ -4,6 +4,7 @@ scripted OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -300,14 +301,17 @@ def test_session_resumes_with_its_last_messages(
         ("no-server", "cannot reach famulus at"),
         ("no-session", "no session 's_missing'"),
         ("no-key", "no API key: pass --key or set FAMULUS_API_KEY"),
+        ("odd-key", "the API key has a character no famulus key has"),
+        ("padded-key", "no session 's_missing'"),  # the key was taken: blanks around it go
     ],
 )
 def test_start_failures_are_one_line_and_exit_2(
     famulus: ServerProcess, target: str, message: str
 ) -> None:
     url = famulus.base_url if target != "no-server" else f"http://127.0.0.1:{free_port()}"
-    key = "wrong-key-0123456789" if target == "bad-key" else KEY
-    extra = ["--session", "s_missing"] if target == "no-session" else []
+    keys = {"bad-key": "wrong-key-0123456789", "odd-key": "“sécret-0123456789”"}
+    key = keys.get(target, f" {KEY}\n" if target == "padded-key" else KEY)
+    extra = ["--session", "s_missing"] if target in ("no-session", "padded-key") else []
     extra += [] if target == "no-key" else ["--key", key]
     done = subprocess.run(
         [sys.executable, "-m", "famulus.cli", "chat", "--url", url, *extra],
@@ -356,3 +360,31 @@ def test_sse_parser_reads_events_comments_and_multiline_data() -> None:
     assert [(e.type, e.id) for e in got] == [("comment", None), ("text", 7)]
     assert got[1].data == {"type": "text", "content": "hi"}
     assert parser.feed("") is None  # a blank line with nothing pending is no event
+
+
+async def test_control_characters_from_the_server_never_reach_the_terminal() -> None:
+    """The model's text (steerable by a web page or an MCP tool) must not carry
+    escape sequences to the terminal: OSC 52 sets the clipboard, CSI moves the
+    cursor or clears the screen."""
+    from famulus.term.client import ApiError, FamulusClient, SSEParser
+
+    evil = "a\x1b[2J\x1b]52;c;aGk=\x07b\r\x9b1Ac\u0000d\r\ne\tf"
+    parser = SSEParser()
+    data = json.dumps({"type": "text", "content": evil, "args": {evil: [evil]}})
+    (event,) = [e for e in map(parser.feed, [f"data: {data}", ""]) if e is not None]
+    clean = "a[2J]52;c;aGk=b1Acd\ne\tf"
+    assert event.data == {"type": "text", "content": clean, "args": {clean: [clean]}}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/sessions":
+            return httpx.Response(200, json={"sessions": [{"name": evil}]})
+        return httpx.Response(409, json={"detail": evil, "code": "conflict"})
+
+    client = FamulusClient("http://famulus.test", KEY, transport=httpx.MockTransport(answer))
+    try:
+        assert await client.sessions() == [{"name": clean}]
+        with pytest.raises(ApiError) as failed:
+            await client.cancel(session_id="s_1")
+        assert failed.value.detail == clean
+    finally:
+        await client.aclose()

@@ -82,6 +82,14 @@ class ExternalServices:
         key = api_key.strip()
         if not key:
             raise InvalidRequest("api_key: must not be empty.")
+        if not key.isascii() or not key.isprintable():
+            # It would travel in a URL or header, where the HTTP client refuses it
+            # with an exception no handler expects (a 500).
+            raise InvalidRequest(
+                "api_key: has a character no key has (a control character or a "
+                "non-ASCII letter); paste the key again.",
+                loc=["body", "api_key"],
+            )
         await self._check(info, key)
         self.credentials.store("service", service, key)
         self._changed(service)

@@ -411,9 +411,23 @@ def _fail(line: str) -> None:
     print(f"famulus: {line}", file=sys.stderr)
 
 
+def sendable_key(key: str) -> bool:
+    """Whether ``key`` can travel in an ``Authorization`` header. Otherwise the
+    HTTP library fails in a way that reads like an unreachable server, or with a
+    traceback."""
+    return bool(key) and all("!" <= ch <= "~" for ch in key)
+
+
 def run_chat(url: str, key: str, session_id: str | None) -> int:
     """The exit status: 0 after /quit, Ctrl-D or Ctrl-C twice; 2 when the server
     cannot be reached, refuses the key or has no such session."""
+    key = key.strip()  # pasted with a blank or a line break
+    if not sendable_key(key):
+        _fail(
+            "the API key has a character no famulus key has (a blank inside it or a "
+            "non-ASCII letter); check --key or FAMULUS_API_KEY"
+        )
+        return EXIT_CONNECT
     console = Console(highlight=False)
     try:
         return asyncio.run(_main(url, key, session_id, console))

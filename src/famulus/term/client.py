@@ -4,17 +4,26 @@ session's Server-Sent Events stream.
 Only documented endpoints are used (docs/api.md), so the client works against
 any famulus server of this API, wherever it runs. The key travels only in the
 ``Authorization`` header and is never part of an error message.
+
+Everything the server says is cleaned of control characters here (``printable``),
+since it ends up on a terminal, which would obey them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+# C0 and C1 control characters but tab and line break. In the model's text, a
+# tool's result or an MCP tool's description (text others can steer), an escape
+# sequence would be run by the terminal: clear the screen, move the cursor over
+# an approval question, retitle the window or set the clipboard (OSC 52).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Long-lived event streams: no read timeout (the server pings every 15 s).
 _STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)
 
@@ -76,16 +85,28 @@ class SSEParser:
             data = json.loads("\n".join(self._data))
         except json.JSONDecodeError:
             data = {}
-        payload = data if isinstance(data, dict) else {}
-        event = Event(self._type or str(payload.get("type", "message")), payload, self._id)
+        payload = printable(data) if isinstance(data, dict) else {}
+        kind = printable(self._type) or str(payload.get("type", "message"))
+        event = Event(kind, payload, self._id)
         self._type, self._data, self._id = "", [], None
         return event
+
+
+def printable(value: Any) -> Any:
+    """``value`` (JSON data) with every string freed of control characters."""
+    if isinstance(value, str):
+        return _CONTROLS.sub("", value.replace("\r\n", "\n"))
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
 
 
 def _error_of(response: httpx.Response) -> ApiError:
     """The API's error body as an exception; a non-JSON body still gives a sentence."""
     try:
-        body = response.json()
+        body = printable(response.json())
     except ValueError:
         body = {}
     if not isinstance(body, dict):
@@ -116,7 +137,7 @@ class FamulusClient:
             raise Unreachable(_transport_reason(exc)) from None
         if response.status_code >= 400:
             raise _error_of(response)
-        return response.json()
+        return printable(response.json())
 
     async def check(self) -> str:
         """The server's version once the key is accepted; ``ApiError`` 401 when

@@ -84,7 +84,7 @@ class SessionMap:
         if chat_id:
             title = _title(first_text, chat_id)
             return Picked(await self._mapped("openwebui:" + chat_id, title), True)
-        if user:
+        if user and user.strip():  # a blank `user` names nobody: the client's session
             return Picked(await self._mapped("user:" + user, NAME_PREFIX + user), False)
         name = client_name(user_agent)
         return Picked(await self._mapped("client:" + name, NAME_PREFIX + name), False)

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 SESSIONS_SHOWN = 10
 ARGS_SHOWN = 1500
+# A tool's description is someone else's text (an MCP server's tool may put a
+# whole manual on its first line); uncut, the question would pass Telegram's
+# 4096 characters, never be shown, and leave the run waiting for an answer.
+DESCRIPTION_SHOWN = 500
 HELP = (
     "Write to me as you would in famulus; your messages go to your current session.\n\n"
     "/new — start a new session\n"
@@ -274,12 +278,15 @@ class Conversations:
     async def _ask(self, chat_id: int, run_id: str, event: Event) -> None:
         key = secrets.token_hex(4)
         name = str(event.data.get("name", "a tool"))
+        description = str(event.data.get("description") or "")
+        if len(description) > DESCRIPTION_SHOWN:
+            description = description[:DESCRIPTION_SHOWN] + "…"
         args = json.dumps(event.data.get("args") or {}, ensure_ascii=False, indent=1)
         if len(args) > ARGS_SHOWN:
             args = args[:ARGS_SHOWN] + "…"
         text = (
             f"<b>May I use {html.escape(name)}?</b>\n"
-            f"{html.escape(str(event.data.get('description') or ''))}\n"
+            f"{html.escape(description)}\n"
             f"<pre>{html.escape(args)}</pre>"
         )
         buttons = [
@@ -390,7 +397,8 @@ class Conversations:
             await self.say(row.chat_id, "No sessions yet; just write, or start one with /new.")
             return
         if args:
-            if not args.isdigit() or not 1 <= int(args) <= len(listed):
+            # isdecimal, not isdigit: "²" is a digit that int() refuses.
+            if not args.isdecimal() or not 1 <= int(args) <= len(listed):
                 await self.say(row.chat_id, f"Choose a number from 1 to {len(listed)}.")
                 return
             await self._switch(row, listed[int(args) - 1].session_id, None)
