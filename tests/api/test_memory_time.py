@@ -154,10 +154,12 @@ async def test_the_prompt_shows_when_facts_were_said_and_happened(
     hike_said = when.local(parse_iso(hike["said_at"]), zone).date().isoformat()
     bike_said = when.local(parse_iso(bike["said_at"]), zone).date().isoformat()
     assert (
-        f"- Went hiking with Sam last Tuesday (fact #{hike['id']}, fact,"
+        f"- Went hiking with Sam last Tuesday (fact #{hike['id']}, fact; added by hand,"
         f" said {hike_said}, about 2023-05-02)" in seen[0]
     )
-    assert f"- Sam rides a red bike (fact #{bike['id']}, fact, {bike_said})" in seen[0]
+    assert (
+        f"- Sam rides a red bike (fact #{bike['id']}, fact; added by hand, {bike_said})" in seen[0]
+    )
 
 
 async def test_the_recall_tool_shows_dates_too(app: Any, client: httpx.AsyncClient) -> None:

@@ -256,7 +256,7 @@ def _zone(zone: str) -> ZoneInfo:
 # their own order (a misread question re-orders, it never empties the answer).
 # A fact found by its date alone (no word or meaning matched) joins at a
 # quarter of that, behind the facts the words or their meaning found.
-TIME_BOOST = 2.0 / (fusion.RRF_K + 1)
+TIME_BOOST = (fusion.W_FTS + fusion.W_VEC) * (1 + fusion.AGREEMENT) / (fusion.RRF_K + 1)
 DATE_ONLY = 0.25 * TIME_BOOST
 
 
