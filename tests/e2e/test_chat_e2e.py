@@ -231,7 +231,7 @@ def test_compaction(
 ) -> None:
     sid = new_session(http)
     for i in range(3):
-        openai_server.push(Turn(text=f"answer {i} " + "x" * 300))
+        openai_server.push(Turn(text=f"answer {i} " + "x" * 300, prompt_tokens=250 * (i + 1)))
         with SSECollector(famulus.base_url, AUTH, sid) as sse:
             run = send(http, sid, f"question {i} " + "y" * 300)
             sse.wait_for("run_finished", run_id=str(run["run_id"]))

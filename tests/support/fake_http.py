@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,13 +54,17 @@ def recording_server(route: Route) -> Iterator[Recorder]:
 
 
 def telegram_route(token: str) -> Route:
-    """Speaks getMe and sendMessage for one valid bot token."""
+    """Speaks getMe, sendMessage and an empty getUpdates (famulus long-polls the
+    bot while its token is connected) for one valid bot token."""
 
     def route(method: str, path: str, body: Any) -> tuple[int, Any]:
         if not path.startswith(f"/bot{token}/"):
             return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
         if path.endswith("/getMe"):
             return 200, {"ok": True, "result": {"id": 1, "is_bot": True, "username": "famulus_bot"}}
+        if path.endswith("/getUpdates"):
+            time.sleep(0.5)  # a long poll with nothing new, kept short
+            return 200, {"ok": True, "result": []}
         if path.endswith("/sendMessage"):
             if body.get("chat_id") == "bad":
                 return 400, {"ok": False, "description": "Bad Request: chat not found"}
