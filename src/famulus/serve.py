@@ -9,6 +9,7 @@ the app opens the database. uvicorn is then handed the bound socket.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import logging
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import uvicorn
 
-from famulus import logs
+from famulus import logs, telemetry
 from famulus.home_lock import HomeInUse, HomeLock
 from famulus.settings import Settings
 
@@ -83,6 +84,20 @@ def claim(settings: Settings) -> tuple[HomeLock, socket.socket]:
 
 def run(settings: Settings, before_app: Callable[[Settings], None]) -> int:
     """Serve until stopped; returns the process's exit status."""
+    try:
+        stop_tracing = telemetry.start(settings)  # before the home is touched
+    except telemetry.TelemetryUnavailable as exc:
+        print(f"famulus: {exc}", file=sys.stderr)
+        return STARTUP_FAILURE
+    try:
+        return _claim_and_serve(settings, before_app, stop_tracing)
+    finally:
+        stop_tracing()  # when the app never started; a no-op after _Server.shutdown
+
+
+def _claim_and_serve(
+    settings: Settings, before_app: Callable[[Settings], None], stop_tracing: telemetry.Stop
+) -> int:
     from famulus.app import create_app
 
     try:
@@ -97,6 +112,7 @@ def run(settings: Settings, before_app: Callable[[Settings], None]) -> int:
         logs.configure(settings.log_level, settings.log_format)
         app = create_app(settings)
         server = _Server(_config(app, settings), settings.home, app.state.container.drain)
+        server.after_stop = stop_tracing
         with contextlib.suppress(KeyboardInterrupt):
             server.run(sockets=[sock])
         return 0 if server.started else STARTUP_FAILURE
@@ -146,6 +162,10 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self.home = home
         self.drain = drain
+        # Runs once the services have stopped: uvicorn re-raises SIGTERM as soon as
+        # run() returns, so whatever must be sent before the process ends (the last
+        # trace spans) is sent from here.
+        self.after_stop: Callable[[], None] = lambda: None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -162,3 +182,4 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain()
         await super().shutdown(sockets)
+        await asyncio.to_thread(self.after_stop)

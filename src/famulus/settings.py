@@ -27,6 +27,12 @@ _ORIGIN = re.compile(
 )
 
 
+# An http(s) base URL: scheme, host, optional port and path; no query or fragment.
+_BASE_URL = re.compile(
+    r"^https?://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/[^\s?#]*)?$",
+)
+
+
 def split_origins(value: str) -> list[str]:
     """``FAMULUS_CORS_ORIGINS`` as a list (commas, blanks around them ignored)."""
     return [o.strip() for o in value.split(",") if o.strip()]
@@ -141,6 +147,12 @@ class Settings(BaseSettings):
     # Where the working directory's project skills live (``.skills/``)
     project_dir: Path = Field(default_factory=Path.cwd)
 
+    # OpenTelemetry traces of runs and tool calls (telemetry.py; needs the
+    # ``famulus[otel]`` extra): the base URL of an OTLP/HTTP collector, such as
+    # http://127.0.0.1:4318. Unset: no tracing at all.
+    otel_endpoint: str | None = None
+    otel_service_name: str = Field(default="famulus", min_length=1)
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str | None) -> str | None:
@@ -163,6 +175,19 @@ class Settings(BaseSettings):
                     "http://localhost:3000 (no path), comma-separated, or *"
                 )
         return value
+
+    @field_validator("otel_endpoint")
+    @classmethod
+    def _collector_url(cls, value: str | None) -> str | None:
+        """Checked at start, so a typo is not found out by traces that never arrive."""
+        if value is None or value.strip() == "":
+            return None
+        if not _BASE_URL.match(value.strip()):
+            raise ValueError(
+                "must be the http(s) base URL of an OTLP/HTTP collector, "
+                "such as http://127.0.0.1:4318"
+            )
+        return value.strip().rstrip("/")
 
     @property
     def cors_origin_list(self) -> list[str]:
