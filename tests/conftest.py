@@ -64,6 +64,7 @@ def settings(home: Path, tmp_path: Path) -> Settings:
         api_key=API_KEY,  # type: ignore[arg-type]
         project_dir=tmp_path / "project",
         sse_ping_interval_s=15.0,
+        codex_callback_port=0,  # tests run in parallel: never the fixed sign-in port
     )
 
 

@@ -34,11 +34,20 @@ KEY = "packaging-key-0123456789abcdefghijklmnop"
 
 
 def _declared() -> set[str]:
-    """The distributions famulus depends on, with the ones its extras pull in
+    """The distributions famulus depends on (its own optional extras but the
+    test one included), with the ones their extras pull in
     (``pydantic-ai-slim[google]`` brings ``google-genai``)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names: set[str] = set()
-    for line in project["dependencies"]:
+    # famulus's own optional extras count (``famulus[otel]`` declares what the
+    # tracing module imports, and only then); the test extra does not.
+    optional = [
+        line
+        for name, lines in project.get("optional-dependencies", {}).items()
+        if name != "test"
+        for line in lines
+    ]
+    for line in [*project["dependencies"], *optional]:
         req = Requirement(line)
         names.add(canonicalize_name(req.name))
         for extra in req.extras:
