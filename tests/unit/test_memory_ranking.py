@@ -49,8 +49,12 @@ def test_a_model_file_that_does_not_match_its_hash_is_refused(tmp_path: Path) ->
     assert verify(model, good, "somepkg") == model
     other = tmp_path / "other.onnx"
     other.write_bytes(b"tampered")
-    with pytest.raises(ModelFileError, match="refusing to load it.*pip install --force-reinstall"):
+    with pytest.raises(
+        ModelFileError, match="refusing to load it.*pip install --force-reinstall"
+    ) as refused:
         verify(other, good, "somepkg")
+    # an API call that needs the model answers 503 with that fix, never a 500
+    assert refused.value.status == 503 and refused.value.code == "not_configured"
     with pytest.raises(ModelFileError, match="missing"):
         verify(tmp_path / "absent.onnx", good, "somepkg")
 

@@ -16,12 +16,17 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
+from famulus.errors import NotConfigured
+
 _verified: set[Path] = set()
 _lock = threading.Lock()
 
 
-class ModelFileError(RuntimeError):
-    """A model file is missing or does not match its package's published hash."""
+class ModelFileError(NotConfigured):
+    """A model file is missing or does not match its package's published hash.
+
+    A 503 with the fix in its detail (reinstall the package), never a 500: the
+    server is fine, its embedding model is not usable until reinstalled."""
 
 
 def record_sha256(distribution: str, filename: str) -> str:
