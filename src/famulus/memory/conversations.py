@@ -40,6 +40,10 @@ MAX_SEARCH_LIMIT = 50
 TEXT_CHARS = 2000  # the full message in a result is capped at this
 SNIPPET_CHARS = 240
 SPEAKERS = ("user", "assistant")
+# A search result list is read by a person: it keeps the stricter floor fact
+# recall had before issue 12 lowered its own (a message is long, so a weak
+# cosine to it is mostly a shared topic, not an answer).
+MIN_COSINE = 0.3
 FILTERED_EXACT_MAX = 5_000  # a filter this selective gets an exact vector search (~7 MB copied)
 
 
@@ -215,7 +219,11 @@ class ConversationIndex:
             await self._forget_deleted(space.messages, [i for i, _ in vec if i not in rows], where)
         vec = [(i, c) for i, c in vec if i in rows]
         hits = fusion.fuse(
-            [i for i in fts if i in rows], vec, lambda ids: _meta(rows, ids), limit * 3
+            [i for i in fts if i in rows],
+            vec,
+            lambda ids: _meta(rows, ids),
+            limit * 3,
+            min_cosine=MIN_COSINE,
         )
         return _per_message(hits, rows, query, limit)
 
