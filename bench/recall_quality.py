@@ -93,9 +93,15 @@ async def score(
     service: MemoryService, ids: list[int], questions: list[dict[str, Any]], mode: str
 ) -> dict[tuple[str, str, int], float]:
     """(split, type, k) -> share found; type "all" and split "all" included."""
+    return tally(ids, questions, [await ranked(service, q["q"], mode) for q in questions])
+
+
+def tally(
+    ids: list[int], questions: list[dict[str, Any]], rankings: list[list[int]]
+) -> dict[tuple[str, str, int], float]:
+    """Shares found from one ranked id list per question (shared with bench/rerank_quality.py)."""
     found: dict[tuple[str, str, int], list[float]] = {}
-    for q in questions:
-        got = await ranked(service, q["q"], mode)
+    for q, got in zip(questions, rankings, strict=True):
         wanted = {ids[i] for i in q["evidence"]}
         for k in KS:
             hit = 1.0 if wanted & set(got[:k]) else 0.0
