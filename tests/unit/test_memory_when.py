@@ -101,3 +101,16 @@ def test_yesterday_is_the_persons_yesterday() -> None:
         date(2026, 11, 22),
         date(2026, 11, 22),
     )
+
+
+def test_a_transcript_line_says_when_it_was_said() -> None:
+    time = when.stamp("[8 May 2023] Caroline: I went to the support group yesterday", None, "UTC")
+    assert time.said_at == "2023-05-08T12:00:00.000Z"
+    assert (time.event_start, time.event_end) == ("2023-05-07", "2023-05-07")
+    dated = when.stamp("[2023-05-08 13:56] Bob: see you", None, "Europe/Berlin")
+    assert dated.said_at == "2023-05-08T10:00:00.000Z"  # noon in Berlin
+    # An explicit said_at wins; a prefix without a year or not a date is text.
+    given = datetime(2024, 1, 2, 9, tzinfo=UTC)
+    assert when.stamp("[8 May 2023] x", given, "UTC").said_at == "2024-01-02T09:00:00.000Z"
+    assert when.stamp("[May] meeting notes", None, "UTC").said_at is None
+    assert when.stamp("[todo] call the bank", None, "UTC").said_at is None

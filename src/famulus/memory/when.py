@@ -219,10 +219,30 @@ def time_range(query: str, now: datetime, zone: str = "UTC") -> TimeRange | None
     return first_range(query, local(now, zone))
 
 
+# "[8 May 2023] Caroline: …", "[2023-05-08 13:56] …": how transcripts and
+# chat exports date each line. Such a prefix says when the line was said.
+_SAID_PREFIX = re.compile(r"^\s*\[([^\]\n]{6,40})\]\s*")
+
+
+def said_in_text(text: str, zone: str) -> tuple[datetime, str] | None:
+    """The moment a leading bracketed full date (with its year) says, and the rest."""
+    match = _SAID_PREFIX.match(text)
+    if match is None or not _YEAR_IN.search(match.group(1)):
+        return None
+    found = resolve(match.group(1), local(utcnow(), zone))
+    if found is None or found.start != found.end:
+        return None
+    return said_moment(found.start, zone), text[match.end() :]
+
+
 def stamp(text: str, said: datetime | None, zone: str, event: TimeRange | None = None) -> FactTime:
-    """A new fact's time: when it was said (None: now, as the store writes it), and
-    its event's days (``event`` if the extraction gave them, else read from the
-    text relative to when it was said)."""
+    """A new fact's time: when it was said (None: a leading "[8 May 2023]" of the
+    text, else now, as the store writes it), and its event's days (``event`` if
+    the extraction gave them, else read from the rest of the text relative to
+    when it was said: "[8 May 2023] … yesterday" is about 7 May)."""
+    prefixed = said_in_text(text, zone) if said is None else None
+    if prefixed is not None:
+        said, text = prefixed
     event = event or event_range(text, said or utcnow(), zone)
     return FactTime(
         said_at=iso(said) if said else None,
