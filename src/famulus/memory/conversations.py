@@ -200,8 +200,8 @@ class ConversationIndex:
                 if n == 0:
                     break
                 await asyncio.sleep(0)  # let requests in between batches
+            await self._embed_missing()  # meaning first: dates only refine the ranking
             await self._date_new()
-            await self._embed_missing()
             return read
 
     def filter(
