@@ -6,8 +6,8 @@ Two uses, one parser:
   about 2 May 2023 (``event_range(text, said_at)``);
 - a question's *time range*: "what did I eat in June?" asked in November 2026
   is about 1–30 June 2026 (``time_range(query, now)``); recall boosts the
-  candidates whose date falls in it (``boost``), and any other search (the
-  conversation search, for one) can take the same range.
+  candidates whose date falls in it (``boost``), and the conversation search
+  ranks messages by the same stage (``rerank``, ``said_or_about``).
 
 Spotting and resolving are split on purpose. ``dateparser`` resolves an
 expression well (relative to a base date, in many languages, with its
