@@ -46,13 +46,14 @@ KS = (5, 10)
 
 # Each variant: (retriever mode, fusion constants to set for the run).
 # "hybrid" is the code as it stands; the others switch issue 12's steps off.
-BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0}
+BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0, "MIN_COSINE": 0.3}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("fts", {}),
     "vectors": ("vector", {}),
     "hybrid before issue 12": ("hybrid", BEFORE),
-    "+ k=10 vectors x1.5": ("hybrid", {"AGREEMENT": 0.0}),
-    "hybrid (+ agreement)": ("hybrid", {}),
+    "+ k=10 vectors x1.5": ("hybrid", {"AGREEMENT": 0.0, "MIN_COSINE": 0.3}),
+    "+ agreement": ("hybrid", {"MIN_COSINE": 0.3}),
+    "hybrid (+ floor 0.15)": ("hybrid", {}),
     "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
 }
 
@@ -92,9 +93,15 @@ async def score(
     service: MemoryService, ids: list[int], questions: list[dict[str, Any]], mode: str
 ) -> dict[tuple[str, str, int], float]:
     """(split, type, k) -> share found; type "all" and split "all" included."""
+    return tally(ids, questions, [await ranked(service, q["q"], mode) for q in questions])
+
+
+def tally(
+    ids: list[int], questions: list[dict[str, Any]], rankings: list[list[int]]
+) -> dict[tuple[str, str, int], float]:
+    """Shares found from one ranked id list per question (shared with bench/rerank_quality.py)."""
     found: dict[tuple[str, str, int], list[float]] = {}
-    for q in questions:
-        got = await ranked(service, q["q"], mode)
+    for q, got in zip(questions, rankings, strict=True):
         wanted = {ids[i] for i in q["evidence"]}
         for k in KS:
             hit = 1.0 if wanted & set(got[:k]) else 0.0
@@ -130,7 +137,7 @@ async def run(model: str, variants: list[str]) -> None:
             with constants(overrides):
                 table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
-        for name in ("vectors", "hybrid (+ agreement)"):
+        for name in ("vectors", "hybrid (+ floor 0.15)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
                 r = await score(service, ids, data["multilingual"], mode)

@@ -50,6 +50,10 @@ MAX_SEARCH_LIMIT = 50
 TEXT_CHARS = 2000  # the full message in a result is capped at this
 SNIPPET_CHARS = 240
 SPEAKERS = ("user", "assistant")
+# A search result list is read by a person: it keeps the stricter floor fact
+# recall had before issue 12 lowered its own (a message is long, so a weak
+# cosine to it is mostly a shared topic, not an answer).
+MIN_COSINE = 0.3
 FILTERED_EXACT_MAX = 5_000  # a filter this selective gets an exact vector search (~7 MB copied)
 
 
@@ -289,6 +293,7 @@ class ConversationIndex:
             vec,
             lambda ids: _meta(rows, ids),
             max(limit * 3, fusion.CANDIDATES) if span else limit * 3,
+            min_cosine=MIN_COSINE,
         )
         if span is not None:
             hits = when.rerank(
