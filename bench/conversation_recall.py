@@ -14,7 +14,9 @@ the candidate chunks, rank fusion, one hit per message. Three kinds of
 query: unfiltered, one session (its chunks few enough for an exact vector
 search over them alone), and the assistant's messages over the last half of
 the history (too many for that: the whole index is searched ten times
-deeper, then filtered).
+deeper, then filtered); and (issue 12) unfiltered with "yesterday" in the
+query, so the time stage runs: the day's chunks are loaded as date-only
+candidates and every candidate is checked against the day.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -124,14 +126,15 @@ async def latency(n: int, queries: int = 200) -> dict[str, tuple[float, float]]:
         rng = random.Random(1)
         mid = vocab[50:5000]
         since = iso(datetime.fromtimestamp(utcnow().timestamp() - n * 30, UTC))  # half of it
-        kinds = {
-            "unfiltered": lambda: ChunkFilter(),
-            "one session": lambda: make_filter(session_id=rng.choice(sessions)),
-            "assistant, since": lambda: make_filter(speaker="assistant", since=since),
+        kinds: dict[str, tuple[Callable[[], ChunkFilter], str]] = {
+            "unfiltered": (lambda: ChunkFilter(), ""),
+            "one session": (lambda: make_filter(session_id=rng.choice(sessions)), ""),
+            "assistant, since": (lambda: make_filter(speaker="assistant", since=since), ""),
+            "unfiltered, yesterday": (lambda: ChunkFilter(), " yesterday"),
         }
         out = {}
-        for name, where in kinds.items():
-            qs = [" ".join(rng.sample(mid, 3)) for _ in range(queries)]
+        for name, (where, said) in kinds.items():
+            qs = [" ".join(rng.sample(mid, 3)) + said for _ in range(queries)]
             for q in qs[:20]:
                 await index.search(q, where())
             times = []

@@ -210,7 +210,8 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
         after_messages=settings.memory_extract_after_messages,
     )
     learning = Learning(service, core.directives)
-    conversations = ConversationIndex(service)
+    # Issue 12: a date-only since/until is a day in FAMULUS_TIMEZONE (unset: UTC).
+    conversations = ConversationIndex(service, bound_zone=settings.timezone)
     service.jobs, service.learning = jobs, learning
     service.conversations = conversations
     facade = MemoryFacade(service, jobs, learning)

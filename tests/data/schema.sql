@@ -1,5 +1,6 @@
 CREATE INDEX automation_runs_by_automation ON automation_runs (automation_id, id DESC);
 CREATE INDEX calendar_fired_by_start ON calendar_fired (event_start);
+CREATE INDEX conversation_chunks_event ON conversation_chunks (event_start) WHERE event_start IS NOT NULL;
 CREATE INDEX conversation_chunks_session ON conversation_chunks (session_id, created_at);
 CREATE INDEX conversation_chunks_time ON conversation_chunks (created_at);
 CREATE INDEX facts_active ON facts (archived_at, updated_at DESC);
@@ -21,9 +22,9 @@ CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
 CREATE TABLE automation_runs ( id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, run_id TEXT, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, result TEXT , fired_by TEXT, session_id TEXT, usage TEXT);
 CREATE TABLE automations ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, description TEXT NOT NULL, trigger TEXT NOT NULL, notifiers TEXT NOT NULL DEFAULT '[]', enabled INTEGER NOT NULL DEFAULT 1, writable INTEGER NOT NULL DEFAULT 0, session_id TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_run_at TEXT, next_run_at TEXT, last_result TEXT, last_status TEXT , enabled_at TEXT, kind TEXT NOT NULL DEFAULT 'task', budget REAL);
 CREATE TABLE calendar_fired ( automation_id INTEGER NOT NULL REFERENCES automations (id) ON DELETE CASCADE, event_uid TEXT NOT NULL, event_start TEXT NOT NULL, fired_at TEXT NOT NULL, PRIMARY KEY (automation_id, event_uid, event_start) );
-CREATE TABLE conversation_chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE, session_id TEXT NOT NULL, role TEXT NOT NULL, chunk_no INTEGER NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL, UNIQUE (message_id, chunk_no) );
+CREATE TABLE conversation_chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE, session_id TEXT NOT NULL, role TEXT NOT NULL, chunk_no INTEGER NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL, event_start TEXT, event_end TEXT, UNIQUE (message_id, chunk_no) );
 CREATE VIRTUAL TABLE conversation_fts USING fts5 ( text, content = 'conversation_chunks', content_rowid = 'id', tokenize = 'porter unicode61' );
-CREATE TABLE conversation_index_state ( id INTEGER PRIMARY KEY CHECK (id = 1), last_message_id INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL );
+CREATE TABLE conversation_index_state ( id INTEGER PRIMARY KEY CHECK (id = 1), last_message_id INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL , dated_chunk_id INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE dreams ( id INTEGER PRIMARY KEY AUTOINCREMENT, bridge TEXT NOT NULL, insight TEXT NOT NULL, source_fact_ids TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL );
 CREATE TABLE entities ( id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'thing', UNIQUE (name, type) );
 CREATE TABLE events ( session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, seq INTEGER NOT NULL, type TEXT NOT NULL, run_id TEXT, data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, seq) ) WITHOUT ROWID;

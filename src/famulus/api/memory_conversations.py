@@ -7,6 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
+from famulus.api.memory_admin import TimeRangeOut
 from famulus.api.memory_common import RowOut, memory
 from famulus.api.schemas import RequestBody
 from famulus.errors import InvalidRequest
@@ -14,7 +15,6 @@ from famulus.memory.conversations import (
     MAX_SEARCH_LIMIT,
     SEARCH_LIMIT,
     ConversationIndex,
-    make_filter,
 )
 from famulus.memory.service import MemoryService
 
@@ -25,10 +25,14 @@ class ConversationSearchIn(RequestBody):
     query: str = Field(min_length=1, max_length=1000)
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
     since: str | None = Field(
-        default=None, max_length=40, description="A date (whole day, UTC) or ISO datetime."
+        default=None,
+        max_length=40,
+        description="A date (whole day, FAMULUS_TIMEZONE if set, else UTC) or ISO datetime.",
     )
     until: str | None = Field(
-        default=None, max_length=40, description="A date (inclusive, UTC) or ISO datetime."
+        default=None,
+        max_length=40,
+        description="A date (inclusive, FAMULUS_TIMEZONE if set, else UTC) or ISO datetime.",
     )
     speaker: Literal["user", "assistant"] | None = None
     limit: int | None = Field(default=None, ge=1, le=MAX_SEARCH_LIMIT)
@@ -47,6 +51,7 @@ class ConversationHitOut(RowOut):
 
 class ConversationSearchOut(BaseModel):
     results: list[ConversationHitOut]
+    time_range: TimeRangeOut | None = None  # the period the query named (issue 12)
 
 
 def _index(m: MemoryService) -> ConversationIndex:
@@ -63,8 +68,16 @@ async def search_conversations(
     """Past user and assistant messages matching the query, best first, one per message."""
     if not body.query.strip():
         raise InvalidRequest("query: say in plain words what to look for.")
-    where = make_filter(
+    index = _index(m)
+    where = index.filter(
         session_id=body.session_id, since=body.since, until=body.until, speaker=body.speaker
     )
-    hits = await _index(m).search(body.query, where, body.limit or SEARCH_LIMIT)
-    return ConversationSearchOut.model_validate({"results": hits})
+    found = await index.search(body.query, where, body.limit or SEARCH_LIMIT)
+    span = found.time_range
+    return ConversationSearchOut.model_validate(
+        {
+            "results": found.hits,
+            "time_range": span
+            and {"start": span.start.isoformat(), "end": span.end.isoformat(), "text": span.text},
+        }
+    )

@@ -10,6 +10,13 @@ loses no message because the mark moves in the same transaction as the rows.
 Search fuses BM25 and cosine ranks with the fact recall's own ``fuse`` (the
 recency list uses when the message was said). Message vectors live in their
 own index of the ``Space``, so they never enter fact recall.
+
+Time (issue 12): a query that names a period ("in May", "last week") ranks
+the messages of that period first with fact recall's own time stage
+(``when.rerank``): a message is of the period when it was said in it or when
+its text names a day in it, read at indexing time relative to when it was
+said ("next Friday" in April is a May day). ``since``/``until`` still filter
+hard; a date alone is a whole day in the configured time zone.
 """
 
 from __future__ import annotations
@@ -19,21 +26,24 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from famulus.errors import InvalidRequest
 from famulus.memory import recall as fusion
+from famulus.memory import when
 from famulus.memory.index import VectorIndex
 from famulus.memory.service import MemoryService
 from famulus.store.memory.conversations import ChunkFilter, ChunkRow
-from famulus.timeutil import iso
+from famulus.timeutil import iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
 
 CHUNK_CHARS = 1500  # about what a MiniLM-class model reads (256 tokens) times ~6
 INDEX_BATCH = 200  # messages read per transaction
 EMBED_BATCH = 64
+DATE_BATCH = 200  # chunks dated per transaction (on the event loop, yielding after each)
 POLL_S = 30.0  # also look without a nudge (messages written outside a run)
 SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50
@@ -57,6 +67,16 @@ class ConversationHit:
     snippet: str
     text: str
     score: float
+    event_start: str | None = None  # the days the message's text names, if any
+    event_end: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's answer: the messages, and the period the query named (if any)."""
+
+    hits: list[ConversationHit]
+    time_range: when.TimeRange | None = None
 
 
 def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
@@ -75,13 +95,14 @@ def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
     return pieces
 
 
-def parse_bound(value: str | None, field: str, *, end: bool) -> str | None:
+def parse_bound(value: str | None, field: str, *, end: bool, zone: str = "UTC") -> str | None:
     """A filter bound as a stored timestamp. A date alone means the whole day
-    (UTC): ``since`` from its start, ``until`` to its end, inclusive."""
+    in ``zone`` (the configured time zone, else UTC): ``since`` from its start,
+    ``until`` to its end, inclusive."""
     if value is None or not value.strip():
         return None
     try:
-        return _bound(value.strip(), end)
+        return _bound(value.strip(), end, zone)
     except (ValueError, OverflowError):  # not a date, or past the calendar's ends
         raise InvalidRequest(
             f"{field} must be a date (2026-05-08) or an ISO datetime"
@@ -89,10 +110,10 @@ def parse_bound(value: str | None, field: str, *, end: bool) -> str | None:
         ) from None
 
 
-def _bound(raw: str, end: bool) -> str:
+def _bound(raw: str, end: bool, zone: str) -> str:
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
-        day = datetime.fromisoformat(raw).replace(tzinfo=UTC)
-        return iso(day + timedelta(days=1) if end else day)
+        day = datetime.fromisoformat(raw) + timedelta(days=1 if end else 0)
+        return iso(day.replace(tzinfo=ZoneInfo(zone)))
     moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
@@ -106,12 +127,14 @@ def make_filter(
     until: str | None = None,
     speaker: str | None = None,
     exclude_session_id: str | None = None,
+    zone: str = "UTC",
 ) -> ChunkFilter:
-    """Validate the filters (``InvalidRequest`` says which one is wrong)."""
+    """Validate the filters (``InvalidRequest`` says which one is wrong); a
+    date-only bound is a day in ``zone``."""
     if speaker is not None and speaker not in SPEAKERS:
         raise InvalidRequest(f"speaker must be user or assistant, not {speaker!r}.")
-    low = parse_bound(since, "since", end=False)
-    high = parse_bound(until, "until", end=True)
+    low = parse_bound(since, "since", end=False, zone=zone)
+    high = parse_bound(until, "until", end=True, zone=zone)
     if low is not None and high is not None and low >= high:
         raise InvalidRequest("since must be before until.")
     return ChunkFilter(
@@ -126,8 +149,14 @@ def make_filter(
 class ConversationIndex:
     """The indexer task and the search over its rows."""
 
-    def __init__(self, memory: MemoryService, *, poll_s: float = POLL_S) -> None:
+    def __init__(
+        self, memory: MemoryService, *, poll_s: float = POLL_S, bound_zone: str | None = None
+    ) -> None:
         self.memory = memory
+        # The zone a date-only since/until is a day in: the configured
+        # FAMULUS_TIMEZONE, else UTC (not the machine's zone: the default is
+        # what it was before time zones counted here).
+        self.bound_zone = bound_zone or "UTC"
         self.store = memory.stores.conversations
         self.poll_s = poll_s
         self._wake = asyncio.Event()
@@ -175,8 +204,42 @@ class ConversationIndex:
                 if n == 0:
                     break
                 await asyncio.sleep(0)  # let requests in between batches
-            await self._embed_missing()
+            await self._embed_missing()  # meaning first: dates only refine the ranking
+            await self._date_new()
             return read
+
+    def filter(
+        self,
+        *,
+        session_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        speaker: str | None = None,
+        exclude_session_id: str | None = None,
+    ) -> ChunkFilter:
+        """``make_filter`` with date-only bounds read in this index's zone."""
+        return make_filter(
+            session_id=session_id,
+            since=since,
+            until=until,
+            speaker=speaker,
+            exclude_session_id=exclude_session_id,
+            zone=self.bound_zone,
+        )
+
+    async def _date_new(self) -> None:
+        """Read the event days of the chunks past the dating mark ("next Friday"
+        relative to when the message was said), a batch per transaction. A
+        chunk without a date costs well under a millisecond, one with a date
+        several (dateparser): requests get in after every chunk."""
+        while rows := await self.store.undated(DATE_BATCH):
+            dates = []
+            for chunk_id, text, said in rows:
+                span = when.event_range(text, parse_iso(said), self.memory.zone)
+                if span is not None:
+                    dates.append((chunk_id, span.start.isoformat(), span.end.isoformat()))
+                await asyncio.sleep(0)
+            await self.store.set_dates(dates, rows[-1][0])
 
     async def _embed_missing(self) -> None:
         while True:
@@ -202,19 +265,26 @@ class ConversationIndex:
     # -- search -------------------------------------------------------------
 
     async def search(
-        self, query: str, where: ChunkFilter, limit: int = SEARCH_LIMIT
-    ) -> list[ConversationHit]:
-        """Messages best matching ``query`` within ``where``, one hit per message."""
+        self, query: str, where: ChunkFilter, limit: int = SEARCH_LIMIT, *, use_time: bool = True
+    ) -> Found:
+        """Messages best matching ``query`` within ``where``, one hit per message;
+        a period the query names ranks its messages first (``use_time=False``:
+        not)."""
         if not query.strip():
             raise InvalidRequest("The query is empty; say in plain words what to look for.")
         space = self.memory.space
+        zone = self.memory.zone
         fts = await self.store.fts(query, where, fusion.CANDIDATES)
         vec: list[tuple[int, float]] = []
         if space is not None and len(space.messages):
             vec = await self._vector_hits(
                 space.messages, (await space.embedder.embed([query]))[0], where
             )
-        rows = await self.store.chunks(list(dict.fromkeys([*fts, *(i for i, _ in vec)])), where)
+        span = when.time_range(query, utcnow(), zone) if use_time else None
+        dated = await self._dated(span, where)
+        rows = await self.store.chunks(
+            list(dict.fromkeys([*fts, *(i for i, _ in vec), *dated])), where
+        )
         if space is not None:
             await self._forget_deleted(space.messages, [i for i, _ in vec if i not in rows], where)
         vec = [(i, c) for i, c in vec if i in rows]
@@ -222,10 +292,26 @@ class ConversationIndex:
             [i for i in fts if i in rows],
             vec,
             lambda ids: _meta(rows, ids),
-            limit * 3,
+            max(limit * 3, fusion.CANDIDATES) if span else limit * 3,
             min_cosine=MIN_COSINE,
         )
-        return _per_message(hits, rows, query, limit)
+        if span is not None:
+            hits = when.rerank(
+                hits,
+                lambda i: i in rows and _of_period(rows[i], span, zone),
+                [i for i in dated if i in rows],
+            )
+        return Found(_per_message(hits, rows, query, limit), span)
+
+    async def _dated(self, span: when.TimeRange | None, where: ChunkFilter) -> list[int]:
+        """Chunks of the asked period (said in it or naming a day in it), whether
+        or not the text search finds them."""
+        if span is None:
+            return []
+        days = (span.start.isoformat(), span.end.isoformat())
+        return await self.store.in_period(
+            days, when.said_bounds(span, self.memory.zone), where, fusion.CANDIDATES
+        )
 
     async def _vector_hits(
         self, index: VectorIndex, qvec: np.ndarray, where: ChunkFilter
@@ -251,6 +337,10 @@ class ConversationIndex:
         for i in missing:
             if i not in alive:
                 index.remove(i)
+
+
+def _of_period(row: ChunkRow, span: when.TimeRange, zone: str) -> bool:
+    return when.said_or_about(span, row.created_at, row.event_start, row.event_end, zone)
 
 
 def _meta(rows: dict[int, ChunkRow], ids: list[int]) -> dict[int, fusion.Meta]:
@@ -279,6 +369,8 @@ def _per_message(
                 snippet=snippet(row.text, query),
                 text=text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…",
                 score=round(hit.score, 6),
+                event_start=row.event_start,
+                event_end=row.event_end,
             )
         )
         if len(out) == limit:
@@ -308,17 +400,41 @@ CONVERSATION_PREFACE = (
 _CONVERSATIONS_TAG = re.compile(r"<(\s*/?\s*conversations)", re.IGNORECASE)
 
 
-def format_hits(hits: list[ConversationHit]) -> str:
-    """The agent tool's answer: each message with where and when it was said and
-    by whom, inside a delimited block a quoted message cannot close."""
+def format_hits(
+    hits: list[ConversationHit], zone: str = "UTC", span: when.TimeRange | None = None
+) -> str:
+    """The agent tool's answer: each message with where and when it was said
+    (in the person's ``zone``, and the day its text names, if any) and by whom,
+    inside a delimited block a quoted message cannot close; then the period
+    the query was read as, so the model knows why these came first."""
     lines = []
     for h in hits:
         who = "the person" if h.role == "user" else "you"
         name = h.session_name or "untitled"
         body = " ".join(h.snippet.split())
         lines.append(
-            f'- {h.created_at[:16].replace("T", " ")} UTC, in "{name}" (session {h.session_id},'
+            f'- {said_label(h, zone)}, in "{name}" (session {h.session_id},'
             f" message {h.message_id}), {who} said: {body}"
         )
     quoted = _CONVERSATIONS_TAG.sub(r"&lt;\1", "\n".join(lines))
-    return f"{CONVERSATION_PREFACE}\n<conversations>\n{quoted}\n</conversations>"
+    answer = f"{CONVERSATION_PREFACE}\n<conversations>\n{quoted}\n</conversations>"
+    if span is not None:
+        answer += (
+            f"\nMessages of {_days(span.start.isoformat(), span.end.isoformat())}"
+            " (said then, or naming a day then) are ranked first."
+        )
+    return answer
+
+
+def said_label(hit: ConversationHit, zone: str) -> str:
+    """When a message was said, e.g. ``said 2026-04-23 18:05 Europe/Berlin`` and,
+    if its text names a day, ``, about 2026-05-01`` (like a fact's dates)."""
+    moment = when.local(parse_iso(hit.created_at), zone)
+    label = f"said {moment:%Y-%m-%d %H:%M} {zone}"
+    if hit.event_start and hit.event_end:
+        label += f", about {_days(hit.event_start, hit.event_end)}"
+    return label
+
+
+def _days(start: str, end: str) -> str:
+    return start if start == end else f"{start} to {end}"

@@ -15,7 +15,7 @@ from famulus.agent.toolcache import per_owner
 from famulus.errors import FamulusError, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory import when
-from famulus.memory.conversations import TOOL_LIMIT, format_hits, make_filter
+from famulus.memory.conversations import TOOL_LIMIT, ConversationIndex, format_hits
 from famulus.memory.service import FACT_KINDS, MemoryService
 
 # Provenance the agent may claim for what it remembers (never "manual" or
@@ -91,7 +91,9 @@ class MemoryTools:
         """Search what was actually said in past conversations (not only remembered facts).
 
         Use it for "what did I tell you about ...", "what did you suggest last week".
-        The current conversation is left out unless session_id names it.
+        A time in the query ("in May", "last week") ranks messages said then, or
+        naming a day then, first. The current conversation is left out unless
+        session_id names it. Each result says when it was said.
 
         Args:
             query: what to look for, in plain words.
@@ -100,27 +102,27 @@ class MemoryTools:
             until: only messages up to this date (inclusive) or ISO datetime.
             speaker: only what "user" (the person) or "assistant" (you) said.
         """
-        index = self.memory.conversations
+        index: ConversationIndex | None = self.memory.conversations
         if index is None:
             return "Conversation search is not available."
         if not query.strip():
             return "search_conversations needs a query: say in plain words what to look for."
         current = scope.session_id()
         try:
-            where = make_filter(
+            where = index.filter(
                 session_id=session_id,
                 since=since,
                 until=until,
                 speaker=speaker,
                 exclude_session_id=current if current != session_id else None,
             )
-            hits = await index.search(query[:1000], where, TOOL_LIMIT)
+            found = await index.search(query[:1000], where, TOOL_LIMIT)
         except FamulusError as exc:
             return failure(f"Search failed: {exc.detail}")
-        if not hits:
+        if not found.hits:
             return "Nothing found in past conversations."
         scope.used("memory")
-        return format_hits(hits)
+        return format_hits(found.hits, self.memory.zone, found.time_range)
 
     async def forget(self, fact_id: int) -> str:
         """Delete a fact from memory permanently (asks the person first).

@@ -6,8 +6,8 @@ Two uses, one parser:
   about 2 May 2023 (``event_range(text, said_at)``);
 - a question's *time range*: "what did I eat in June?" asked in November 2026
   is about 1–30 June 2026 (``time_range(query, now)``); recall boosts the
-  candidates whose date falls in it (``boost``), and any other search (the
-  conversation search, for one) can take the same range.
+  candidates whose date falls in it (``boost``), and the conversation search
+  ranks messages by the same stage (``rerank``, ``said_or_about``).
 
 Spotting and resolving are split on purpose. ``dateparser`` resolves an
 expression well (relative to a base date, in many languages, with its
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -307,16 +308,37 @@ def boost(
     """Fused hits re-ranked for a question about ``span``: facts of that period
     go up by ``TIME_BOOST``; ``dated_only`` (found by date, not by text) join
     at ``DATE_ONLY``. Best first; the caller cuts to its limit."""
+    return rerank(
+        hits,
+        lambda i: i in rows and _within(rows[i], span, zone),
+        [i for i in dated_only or [] if i in rows],
+    )
+
+
+def rerank(
+    hits: list[fusion.Hit], inside: Callable[[int], bool], dated_only: list[int]
+) -> list[fusion.Hit]:
+    """The time stage for any dated candidates (facts, messages): hits for which
+    ``inside`` holds go up by ``TIME_BOOST``, ids of ``dated_only`` the text
+    search missed join at ``DATE_ONLY``. Best first; the caller cuts."""
     seen = {h.id for h in hits}
-    ranked = [
-        replace(h, score=h.score + TIME_BOOST)
-        if h.id in rows and _within(rows[h.id], span, zone)
-        else h
-        for h in hits
-    ]
-    extra = [i for i in dated_only or [] if i not in seen and i in rows]
+    ranked = [replace(h, score=h.score + TIME_BOOST) if inside(h.id) else h for h in hits]
+    extra = [i for i in dict.fromkeys(dated_only) if i not in seen]
     ranked += [fusion.Hit(i, DATE_ONLY, None, None, None) for i in extra]
     return sorted(ranked, key=lambda h: -h.score)
+
+
+def said_or_about(
+    span: TimeRange, said_at: str, event_start: str | None, event_end: str | None, zone: str
+) -> bool:
+    """A message is of the period when it was said in it (its day in ``zone``)
+    or its text names a day in it ("next Friday" said in April, asked about May)."""
+    said = local(parse_iso(said_at), zone).date()
+    if span.overlaps(said, said):
+        return True
+    if event_start and event_end:
+        return span.overlaps(date.fromisoformat(event_start), date.fromisoformat(event_end))
+    return False
 
 
 def _within(row: FactRow, span: TimeRange, zone: str) -> bool:

@@ -5,6 +5,11 @@ follows ``messages`` by id from a persisted high-water mark. The chunk table
 references its message with ``ON DELETE CASCADE`` and its triggers drop the
 full-text row and the vectors, so whatever deletes messages (a session delete,
 a clear, a revert) removes them from the index in the same transaction.
+
+A chunk's event days (the day its text names, "next Friday") are read after it
+is written, by the same indexer, following the chunks by id from a second mark
+(``dated_chunk_id``): reading dates is too slow for the write transaction, and
+chunks written before the columns existed are read the same way.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class ChunkRow:
     created_at: str
     text: str  # this chunk
     message_text: str  # the whole message
+    event_start: str | None = None  # the days its text names (YYYY-MM-DD, both included)
+    event_end: str | None = None
 
 
 class ConversationStore:
@@ -175,7 +182,8 @@ class ConversationStore:
                 part = ids[start : start + 500]
                 rows = conn.execute(
                     "SELECT c.id, c.message_id, c.session_id, COALESCE(s.name, '') AS name,"
-                    " c.role, c.created_at, c.text, m.content FROM conversation_chunks c"
+                    " c.role, c.created_at, c.text, m.content, c.event_start, c.event_end"
+                    " FROM conversation_chunks c"
                     " JOIN messages m ON m.id = c.message_id"
                     " LEFT JOIN sessions s ON s.id = c.session_id"
                     f" WHERE c.id IN ({','.join('?' * len(part))}) AND {clause}",
@@ -183,11 +191,65 @@ class ConversationStore:
                 ).fetchall()
                 for r in rows:
                     out[int(r[0])] = ChunkRow(
-                        int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], r[7]
+                        int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]
                     )
             return out
 
         return await self.db.read(op)
+
+    async def in_period(
+        self, days: tuple[str, str], said: tuple[str, str], where: ChunkFilter, k: int
+    ) -> list[int]:
+        """Chunks within the filter that are about the ``days`` (ISO dates, both
+        included): said within ``said`` (UTC timestamps, end excluded) or naming
+        an event day that overlaps them. Latest first, at most ``k``."""
+        clause, params = where.sql()
+        return await self.db.read(
+            lambda conn: [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT c.id FROM conversation_chunks c WHERE ("
+                    " (c.created_at >= ? AND c.created_at < ?)"
+                    " OR (c.event_start IS NOT NULL AND c.event_start <= ? AND c.event_end >= ?))"
+                    f" AND {clause} ORDER BY c.created_at DESC, c.id DESC LIMIT ?",
+                    (said[0], said[1], days[1], days[0], *params, k),
+                )
+            ]
+        )
+
+    async def undated(self, limit: int) -> list[tuple[int, str, str]]:
+        """Chunks past the dating mark, oldest first: (id, text, created_at)."""
+
+        def op(conn: Conn) -> list[tuple[int, str, str]]:
+            return [
+                (int(r[0]), str(r[1]), str(r[2]))
+                for r in conn.execute(
+                    "SELECT id, text, created_at FROM conversation_chunks"
+                    " WHERE id > ? ORDER BY id LIMIT ?",
+                    (_dated_mark(conn), limit),
+                )
+            ]
+
+        return await self.db.read(op)
+
+    async def set_dates(self, dates: list[tuple[int, str, str]], last_id: int) -> None:
+        """Store the event days found, ``(chunk id, start, end)``, and move the
+        dating mark to ``last_id``, in one transaction (a chunk deleted
+        meanwhile is simply not updated)."""
+
+        def op(conn: Conn) -> None:
+            conn.executemany(
+                "UPDATE conversation_chunks SET event_start = ?, event_end = ? WHERE id = ?",
+                [(start, end, chunk_id) for chunk_id, start, end in dates],
+            )
+            conn.execute(
+                "INSERT INTO conversation_index_state (id, dated_chunk_id, updated_at)"
+                " VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE"
+                " SET dated_chunk_id = excluded.dated_chunk_id, updated_at = excluded.updated_at",
+                (last_id, now_iso()),
+            )
+
+        await self.db.write(op)
 
     async def ids_within(self, where: ChunkFilter, cap: int) -> list[int] | None:
         """Every chunk id the filter lets through, or None when there are more
@@ -262,5 +324,12 @@ class ConversationStore:
 def _mark(conn: Conn) -> int:
     row = conn.execute(
         "SELECT last_message_id FROM conversation_index_state WHERE id = 1"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _dated_mark(conn: Conn) -> int:
+    row = conn.execute(
+        "SELECT dated_chunk_id FROM conversation_index_state WHERE id = 1"
     ).fetchone()
     return int(row[0]) if row else 0
