@@ -23,6 +23,7 @@ from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory import when
 from famulus.memory.embeddings import LOCAL_MODEL_ID, find_model
+from famulus.memory.progress import ProgressSink, Unheard
 from famulus.memory.vectors import (
     EmbedderFactory,
     ReindexSnapshot,
@@ -141,6 +142,7 @@ class MemoryService:
         self.space: Space | None = None
         self.reindex = ReindexState()
         self.catch_up = ReindexState()  # the start-up backfill, in the background
+        self.events: ProgressSink = Unheard()  # wiring: the feed GET /memory/events streams
         # Serialises fact/observation writes with a model switch so none is lost.
         self.write_lock = asyncio.Lock()
         # Attached by install(): the parts that run models or timers.
