@@ -3,6 +3,7 @@ and its end; a late subscriber learns the state at once; a failure says why."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -137,3 +138,28 @@ def test_a_failed_reindex_says_failed_and_why(live: tuple[str, dict[str, Any]]) 
     assert "old model stays in use" in finished["error"]
     assert finished["error"] == audit["error"]
     assert current == "local/all-MiniLM-L6-v2"
+
+
+async def test_the_start_up_backfill_is_told_the_same_way(app: Any, client: Any) -> None:
+    for text in ("The spare key is under the flower pot", "Dinner with Ada on Friday"):
+        assert (await client.post("/facts", json={"text": text})).status_code == 201
+    container = app.state.container
+    service = container.memory.service
+    await container.core.db.write(lambda conn: conn.execute("DELETE FROM memory_vectors"))
+    feed: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    container.memory_events.listeners.add(feed)  # what GET /memory/events streams
+    await service.start()  # what a restart does: load the vectors, backfill what is missing
+    await asyncio.wait_for(asyncio.shield(service.catch_up.task), 10)
+    got = [feed.get_nowait() for _ in range(feed.qsize())]
+    model = service.current_embedding_model()
+    assert got == [
+        {"type": "backfill_started", "embedding_model": model, "total": 2},
+        {"type": "backfill_progress", "embedding_model": model, "done": 2, "total": 2},
+        {
+            "type": "backfill_finished",
+            "embedding_model": model,
+            "status": "completed",
+            "done": 2,
+            "total": 2,
+        },
+    ]
