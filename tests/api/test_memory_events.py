@@ -28,7 +28,7 @@ ROWS = 100  # two batches of 64
 
 @pytest.fixture
 def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, dict[str, Any]]]:
-    """A loopback server whose openai embeddings come from a slow fake (0.3 s a batch)."""
+    """A loopback server whose openai embeddings come from a fake (0.1 s a batch)."""
     settings = Settings(
         home=tmp_path / "home",
         api_key=API_KEY,  # type: ignore[arg-type]
@@ -37,7 +37,7 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str,
         codex_callback_port=0,
     )
     app = create_app(settings)
-    with embeddings_server(delay=0.3) as embeddings:
+    with embeddings_server(delay=0.1) as embeddings:
         llm = app.state.container.llm
 
         async def credential(provider: str) -> str | None:
@@ -107,18 +107,21 @@ def test_a_reindex_is_streamed_from_start_to_end(live: tuple[str, dict[str, Any]
 
 
 def test_a_late_subscriber_gets_the_progress_at_once(live: tuple[str, dict[str, Any]]) -> None:
-    base, _ = live
+    base, embeddings = live
+    embeddings["hold_after"] = 1  # the second batch waits for the subscriber
     with _client(base) as http:
         assert http.post("/config/embedding", json={"embedding_model": TARGET}).status_code == 202
         deadline = time.monotonic() + 10
         while http.get("/memory/audit").json()["reindex"]["done"] == 0:
             assert time.monotonic() < deadline, "the re-index made no progress"
             time.sleep(0.02)
-        events = Reader(http).until_finished()
+        reader = Reader(http)
+        embeddings["release"].set()
+        events = reader.until_finished()
     first = events[0]
     assert first.event == "reindex_progress", [e.event for e in events]
     assert first.data["embedding_model"] == TARGET and first.data["total"] == ROWS
-    assert 0 < first.data["done"] < ROWS
+    assert first.data["done"] == 64  # the first batch, as the audit says
     assert "reindex_started" not in [e.event for e in events]
     assert events[-1].data["status"] == "completed" and events[-1].data["done"] == ROWS
 
