@@ -31,6 +31,7 @@ from famulus.chat.queue import QueueService
 from famulus.core import Core, build_core
 from famulus.directives import DirectivesService
 from famulus.events import EventHub
+from famulus.feed import Feed
 from famulus.hooks import ToolsetProvider
 from famulus.integrations import calendar_tools, mail_tools, web_tools
 from famulus.integrations.web import WebService
@@ -92,6 +93,7 @@ class Container:
     openai: OpenAICompat
     telegram: TelegramChannel
     usage: UsageService
+    memory_events: Feed  # issue 12: re-index progress, GET /memory/events
 
     @property
     def settings(self) -> Settings:
@@ -127,6 +129,7 @@ def build_container(settings: Settings) -> Container:
     secrets, llm = _llm(core)
     usage = _usage(core, llm)
     memory = _memory(core, llm)
+    memory_events = _memory_events(core, memory)
     registry = SkillRegistry(settings)
     installer = SkillInstaller(settings, registry)
     sandbox = Sandbox(settings.bwrap_path, settings.home, settings.unsandboxed_scripts)
@@ -174,6 +177,7 @@ def build_container(settings: Settings) -> Container:
         openai=OpenAICompat(core, chat, OpenAISessionStore(core.db)),
         telegram=telegram,
         usage=usage,
+        memory_events=memory_events,
     )
 
 
@@ -229,6 +233,15 @@ def _memory(core: Core, llm: LLMService) -> MemoryFacade:
     core.hooks.on_stop(stop)
     core.hooks.toolsets(facade.toolsets)
     return facade
+
+
+def _memory_events(core: Core, memory: MemoryFacade) -> Feed:
+    """The feed memory reports re-index and backfill progress to; ended at drain
+    like the other event streams."""
+    feed = Feed()
+    memory.service.events = feed
+    core.hooks.on_drain(feed.close)
+    return feed
 
 
 def _notify(

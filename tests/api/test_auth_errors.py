@@ -24,6 +24,7 @@ PROTECTED = [
     ("GET", "/directives"),
     ("PUT", "/directives"),
     ("GET", "/chat/events/x"),
+    ("GET", "/memory/events"),
     ("GET", "/openapi.json"),
 ]
 

@@ -25,7 +25,7 @@ from tests.support.live import serve_in_thread
 from famulus.app import create_app
 from famulus.settings import Settings
 
-_SKIP = ("/chat/events/", "/automations/events")
+_SKIP = ("/chat/events/", "/automations/events", "/memory/events")
 
 
 def _app_settings(home: Path) -> Settings:

@@ -234,10 +234,17 @@ def test_embedding_reindex_shows_its_progress(signed_in: WebDriver, famulus: Fam
     _open(signed_in)
     current = wait_for(signed_in, ".embedding-current").text
     assert current == famulus.http.get("/models/embedding").json()["current"]
+    # Record what the page fetches: the progress comes from GET /memory/events.
+    signed_in.execute_script(
+        "window.fetched = []; const real = window.fetch;"
+        "window.fetch = (u, ...rest) => { window.fetched.push(String(u)); return real(u, ...rest); };"
+    )
     wait_for(signed_in, ".embedding-apply").click()
     wait_for(signed_in, "dialog.confirm [data-confirm]").click()
     wait_text(signed_in, ".reindex-text", "completed", timeout=20)
     assert famulus.http.get("/memory/audit").json()["reindex"]["status"] == "completed"
+    fetched = signed_in.execute_script("return window.fetched")
+    assert any(u.endswith("/memory/events") for u in fetched), fetched
 
 
 def test_directives_editor(signed_in: WebDriver, famulus: Famulus) -> None:

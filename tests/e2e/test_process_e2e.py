@@ -225,10 +225,13 @@ def test_sigterm_with_streams_open_stops_within_a_second(
             register_scripted(http, openai_server)
             openai_server.push(Turn(text=" ".join(f"w{i}" for i in range(500)), chunk_delay=0.05))
             sid = new_session(http)
-            feed_open = threading.Event()
-            feed = threading.Thread(target=_hold_feed, args=(server.base_url, feed_open))
-            feed.start()
-            assert feed_open.wait(5)
+            feeds = []
+            for path in ("/automations/events", "/memory/events"):
+                feed_open = threading.Event()
+                feed = threading.Thread(target=_hold_feed, args=(server.base_url, path, feed_open))
+                feed.start()
+                assert feed_open.wait(5)
+                feeds.append(feed)
             with SSECollector(server.base_url, AUTH, sid, stream=True) as sse:
                 run = send(http, sid, "talk until stopped")
                 sse.wait_for("text_delta", count=2)
@@ -237,7 +240,8 @@ def test_sigterm_with_streams_open_stops_within_a_second(
                 server.proc.terminate()
                 server.proc.wait(10)
                 stopped_in = time.monotonic() - t0
-            feed.join(5)
+            for feed in feeds:
+                feed.join(5)
         assert stopped_in <= 1.0, stopped_in
         server.proc = None
         server.start()
@@ -248,12 +252,12 @@ def test_sigterm_with_streams_open_stops_within_a_second(
         server.stop()
 
 
-def _hold_feed(base_url: str, opened: threading.Event) -> None:
-    """Keep /automations/events open until the server ends it."""
+def _hold_feed(base_url: str, path: str, opened: threading.Event) -> None:
+    """Keep a live feed (/automations/events, /memory/events) open until the server ends it."""
     try:
         with (
             httpx.Client(timeout=httpx.Timeout(5, read=None)) as http,
-            http.stream("GET", f"{base_url}/automations/events", headers=AUTH) as response,
+            http.stream("GET", f"{base_url}{path}", headers=AUTH) as response,
         ):
             for _ in response.iter_lines():
                 opened.set()

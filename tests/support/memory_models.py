@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,8 +59,16 @@ def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str,
     ``GET /models`` answers too (the key check of ``POST /providers/openai/connect``).
     Set ``state["fail_after"] = n`` to answer 500 to every request after the n-th;
     ``state["texts"]`` counts the texts embedded successfully.
+    Set ``state["hold_after"] = n`` to keep every request after the n-th waiting
+    until ``state["release"]`` (a ``threading.Event``) is set.
     """
-    state: dict[str, Any] = {"requests": 0, "texts": 0, "fail_after": None}
+    state: dict[str, Any] = {
+        "requests": 0,
+        "texts": 0,
+        "fail_after": None,
+        "hold_after": None,
+        "release": threading.Event(),
+    }
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, payload: bytes) -> None:
@@ -81,6 +90,8 @@ def embeddings_server(dim: int = 1536, delay: float = 0.0) -> Iterator[dict[str,
             state["requests"] += 1
             state["auth"] = self.headers.get("Authorization")
             time.sleep(delay)
+            if state["hold_after"] is not None and state["requests"] > state["hold_after"]:
+                state["release"].wait(10)
             fail_after = state["fail_after"]
             if fail_after is not None and state["requests"] > fail_after:
                 self._send(500, b'{"error": {"message": "overloaded"}}')

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
@@ -12,9 +9,10 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from famulus.api.deps import container
+from famulus.api.feeds import feed_response
 from famulus.api.memory_common import Page
 from famulus.api.schemas import PlainName, RequestBody, RowId
-from famulus.automations.service import FEED_CLOSED, AutomationService
+from famulus.automations.service import AutomationService
 from famulus.store.automations import AutomationRow, AutomationRunRow
 from famulus.store.deliveries import DeliveryRow
 from famulus.wiring import Container
@@ -176,28 +174,7 @@ async def list_all(c: Container = Depends(container)) -> AutomationList:
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE stream"}},
 )
 async def events(c: Container = Depends(container)) -> StreamingResponse:
-    svc, ping = _svc(c), c.settings.sse_ping_interval_s
-
-    async def stream() -> AsyncIterator[str]:
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        svc.listeners.add(queue)
-        try:
-            yield ": connected\n\n"
-            while True:
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=ping)
-                except TimeoutError:
-                    yield ": ping\n\n"
-                    continue
-                if event is FEED_CLOSED:
-                    return
-                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-        finally:
-            svc.listeners.discard(queue)
-
-    return StreamingResponse(
-        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-    )
+    return feed_response(_svc(c).feed, c.settings.sse_ping_interval_s)
 
 
 @router.get("/automations/{automation_id}")

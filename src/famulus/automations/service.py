@@ -25,6 +25,7 @@ from famulus.chat.manager import RunManager
 from famulus.chat.ports import ChatMemory
 from famulus.core import Core
 from famulus.errors import Conflict, FamulusError, InvalidRequest, NotFound
+from famulus.feed import Feed
 from famulus.notify.delivery import DeliveryQueue
 from famulus.notify.service import NotifierService
 from famulus.sessions.service import AUTOMATION
@@ -33,8 +34,6 @@ from famulus.store.deliveries import DELIVERED, DeliveryRow
 from famulus.timeutil import iso, now_iso, parse_iso, utcnow
 
 log = logging.getLogger(__name__)
-# Put on a listener's queue to end its stream (compared by identity).
-FEED_CLOSED: dict[str, Any] = {"type": "closed"}
 TICK_S = 5.0
 # How long deleting an automation waits for its run to wind down.
 CANCEL_WAIT_S = 10.0
@@ -64,7 +63,7 @@ class AutomationService:
         self.running: dict[int, asyncio.Task[None]] = {}
         # Automations between "decided to run" and "task registered".
         self._starting: set[int] = set()
-        self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.feed = Feed()  # what GET /automations/events streams
         self._loop: asyncio.Task[None] | None = None
         # Slots due before this moment were missed while the server was down.
         self.started_at = utcnow()
@@ -374,15 +373,17 @@ class AutomationService:
 
     # -- events --------------------------------------------------------------
 
+    @property
+    def listeners(self) -> set[asyncio.Queue[dict[str, Any]]]:
+        return self.feed.listeners
+
     async def close_listeners(self) -> None:
         """End every /automations/events stream at once when the server begins to
         stop, so shutdown never waits on a feed that would stay open forever."""
-        for q in list(self.listeners):
-            q.put_nowait(FEED_CLOSED)
+        await self.feed.close()
 
     def _broadcast(self, event: dict[str, Any]) -> None:
-        for q in list(self.listeners):
-            q.put_nowait(event)
+        self.feed.broadcast(event)
 
     async def _check_notifiers(self, names: list[str]) -> None:
         missing = await self.notifiers.missing(names)

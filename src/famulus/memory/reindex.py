@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from famulus import config_keys
 from famulus.errors import Conflict
 from famulus.memory.embeddings import Embedder
+from famulus.memory.progress import BACKFILL, REINDEX, Progress, under_way
 from famulus.memory.service import MemoryService
 from famulus.memory.vectors import ReindexState, load_space
 from famulus.store.memory.common import text_hash
@@ -37,8 +39,15 @@ async def start_reindex(memory: MemoryService, model_id: str) -> ReindexStarted:
     todo = await _pending(memory, embedder)
     state = ReindexState(status="running", model=model_id, total=sum(len(v) for v in todo.values()))
     memory.reindex = state
-    state.task = asyncio.create_task(_run(memory, embedder, state))
+    progress = Progress(memory.events, REINDEX, state)
+    progress.started()
+    state.task = asyncio.create_task(_run(memory, embedder, progress))
     return ReindexStarted(model_id, state.total)
+
+
+def in_progress(memory: MemoryService) -> list[dict[str, Any]]:
+    """The progress events a subscriber to the memory feed gets on joining."""
+    return under_way((REINDEX, memory.reindex), (BACKFILL, memory.catch_up))
 
 
 async def _pending(memory: MemoryService, embedder: Embedder) -> dict[str, list[tuple[int, str]]]:
@@ -55,7 +64,7 @@ async def _embed_into_table(
     memory: MemoryService,
     embedder: Embedder,
     todo: dict[str, list[tuple[int, str]]],
-    state: ReindexState | None,
+    progress: Progress | None,
 ) -> None:
     for owner, rows in todo.items():
         for start in range(0, len(rows), BATCH):
@@ -64,13 +73,14 @@ async def _embed_into_table(
             await memory.stores.vectors.put(
                 owner, embedder.model_id, [(i, t, vectors[n]) for n, (i, t) in enumerate(chunk)]
             )
-            if state is not None:
-                state.done += len(chunk)
+            if progress is not None:
+                progress.advanced(len(chunk))
 
 
-async def _run(memory: MemoryService, embedder: Embedder, state: ReindexState) -> None:
+async def _run(memory: MemoryService, embedder: Embedder, progress: Progress) -> None:
+    state = progress.state
     try:
-        await _embed_into_table(memory, embedder, await _pending(memory, embedder), state)
+        await _embed_into_table(memory, embedder, await _pending(memory, embedder), progress)
         async with memory.write_lock:
             # Rows added or edited while the bulk pass ran.
             await _embed_into_table(memory, embedder, await _pending(memory, embedder), None)
@@ -87,6 +97,8 @@ async def _run(memory: MemoryService, embedder: Embedder, state: ReindexState) -
         log.exception("re-index to %s failed", embedder.model_id)
         state.status = "failed"
         state.error = f"The re-index failed and the old model stays in use: {exc}"
+    finally:
+        progress.finished()
 
 
 async def stop_reindex(memory: MemoryService) -> None:

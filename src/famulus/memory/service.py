@@ -23,6 +23,7 @@ from famulus.errors import InvalidRequest, NotFound
 from famulus.memory import recall as fusion
 from famulus.memory import when
 from famulus.memory.embeddings import LOCAL_MODEL_ID, find_model
+from famulus.memory.progress import BACKFILL, Progress, ProgressSink, Unheard
 from famulus.memory.vectors import (
     EmbedderFactory,
     ReindexSnapshot,
@@ -141,6 +142,7 @@ class MemoryService:
         self.space: Space | None = None
         self.reindex = ReindexState()
         self.catch_up = ReindexState()  # the start-up backfill, in the background
+        self.events: ProgressSink = Unheard()  # wiring: the feed GET /memory/events streams
         # Serialises fact/observation writes with a model switch so none is lost.
         self.write_lock = asyncio.Lock()
         # Attached by install(): the parts that run models or timers.
@@ -160,13 +162,14 @@ class MemoryService:
         embedder = await self.factory.build_or_local(model)
         self.space = await load_space(self.stores.vectors, embedder)
         self.catch_up = ReindexState(status="running", model=embedder.model_id)
-        self.catch_up.task = asyncio.create_task(self._catch_up(self.catch_up))
+        progress = Progress(self.events, BACKFILL, self.catch_up)
+        self.catch_up.task = asyncio.create_task(self._catch_up(progress))
 
-    async def _catch_up(self, state: ReindexState) -> None:
+    async def _catch_up(self, progress: Progress) -> None:
+        state = progress.state
         try:
-            await self.backfill(state)
+            await self.backfill(progress)
             state.status = "completed"
-            await self._date_old_facts()
         except asyncio.CancelledError:
             state.status = "failed"
             state.error = "The server stopped before the backfill finished; it resumes at start."
@@ -175,6 +178,10 @@ class MemoryService:
             log.exception("embedding backfill failed")
             state.status = "failed"
             state.error = f"The embedding backfill failed ({type(exc).__name__}); see the log."
+            return
+        finally:
+            progress.finished()
+        await self._date_old_facts()
 
     async def _date_old_facts(self) -> None:
         """Once: give facts stored before issue 12 the event days their text names,
@@ -199,7 +206,7 @@ class MemoryService:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def backfill(self, progress: ReindexState | None = None) -> int:
+    async def backfill(self, progress: Progress | None = None) -> int:
         """Re-embed active rows whose vector is missing, stale or not in the index.
 
         Runs at start-up (repairs a crash between a row write and its vector)
@@ -216,12 +223,13 @@ class MemoryService:
                 if have.get(i) != text_hash(t) or i not in in_index
             ]
         if progress is not None:
-            progress.total = sum(len(rows) for rows in todo.values())
+            progress.state.total = sum(len(rows) for rows in todo.values())
+            progress.started()
         for owner, rows in todo.items():
             for start in range(0, len(rows), 64):
                 await self._embed_rows(space, owner, rows[start : start + 64])
                 if progress is not None:
-                    progress.done += len(rows[start : start + 64])
+                    progress.advanced(len(rows[start : start + 64]))
         return sum(len(rows) for rows in todo.values())
 
     def current_embedding_model(self) -> str:

@@ -1,7 +1,7 @@
 // The settings view: model providers (a key, or the openai-codex sign-in that
 // opens the provider's page and polls until connected), custom models, the four
 // model roles (chat, research, memory; the embedding model with its re-index
-// progress), integrations, services, the Telegram chats allowed to talk to the
+// progress, followed on GET /memory/events), integrations, services, the Telegram chats allowed to talk to the
 // agent (pairing requests to approve or deny), notifiers (with Test) and the
 // directives.
 // Each section loads and fails on its own, so one broken endpoint leaves the
@@ -318,6 +318,52 @@ function progressLine(reindex) {
   return h("div", { class: `reindex reindex-${reindex.status}` }, bar, h("span", { class: "reindex-text" }, text));
 }
 
+function drawReindex(slot, reindex) {
+  clear(slot);
+  const line = progressLine(reindex);
+  if (line) slot.append(line);
+}
+
+// Draws a running re-index from GET /memory/events (started, progress, finished)
+// instead of polling the audit. A stream opened after the re-index ended hears
+// nothing more, so once open the audit is read once; a stream that cannot be
+// opened at all falls back to polling it.
+function followReindex(ctx, env, slot) {
+  env.reindexFeed?.abort();
+  const abort = new AbortController();
+  env.reindexFeed = abort;
+  let over = false;
+  const finish = async (reindex) => {
+    if (over) return;
+    over = true;
+    abort.abort();
+    drawReindex(slot, reindex);
+    await env.embeddingDone();
+  };
+  const onEvent = (type, data) => {
+    if (over) return;
+    if (type === "reindex_finished") finish(data);
+    else if (type === "reindex_started" || type === "reindex_progress") {
+      drawReindex(slot, { status: "running", done: data.done || 0, total: data.total, embedding_model: data.embedding_model });
+    }
+  };
+  const onOpen = async () => {
+    const a = await ctx.api.get("/memory/audit").catch(() => null);
+    if (a && a.reindex.status !== "running") finish(a.reindex);
+  };
+  const poll = () => env.poll(async () => {
+    const a = await ctx.api.get("/memory/audit");
+    if (a.reindex.status === "running") {
+      drawReindex(slot, a.reindex);
+      return true;
+    }
+    await finish(a.reindex);
+    return false;
+  });
+  ctx.api.stream("/memory/events", { onEvent, onOpen, signal: abort.signal })
+    .catch(() => { if (!abort.signal.aborted) poll(); });
+}
+
 async function loadEmbedding(ctx, env) {
   const [emb, audit] = await Promise.all([
     ctx.api.get("/models/embedding"),
@@ -335,15 +381,7 @@ async function loadEmbedding(ctx, env) {
   const reindex = audit && audit.reindex;
   const line = progressLine(reindex);
   if (line) progress.append(line);
-  const watch = () => env.poll(async () => {
-    const a = await ctx.api.get("/memory/audit");
-    clear(progress);
-    const l = progressLine(a.reindex);
-    if (l) progress.append(l);
-    if (a.reindex.status === "running") return true;
-    await env.embeddingDone();
-    return false;
-  });
+  const watch = () => followReindex(ctx, env, progress);
   if (reindex && reindex.status === "running") watch();
   go.addEventListener("click", async () => {
     const target = sel.value;
@@ -353,8 +391,7 @@ async function loadEmbedding(ctx, env) {
     if (!(await confirmDialog(text))) return;
     const r = await busy(ctx, go, () => ctx.api.post("/config/embedding", { embedding_model: target }));
     if (!r.ok) return;
-    clear(progress);
-    progress.append(progressLine({ status: "running", done: 0, total: r.out.total, embedding_model: target }));
+    drawReindex(progress, { status: "running", done: 0, total: r.out.total, embedding_model: target });
     watch();
   });
   return [h("p", {}, "Current: ", h("code", { class: "embedding-current" }, emb.current)),
@@ -646,6 +683,7 @@ async function mount(root, ctx) {
   const env = {
     poll,
     oauthWatching: false,
+    reindexFeed: null, // the AbortController of the GET /memory/events a re-index is drawn from
     changed: async () => { await Promise.all([providers.reload(), custom.reload(), roles.reload(), embedding.reload()]); },
     rolesChanged: async () => { await roles.reload(); },
     embeddingDone: async () => { await Promise.all([embedding.reload(), integrations.reload()]); },
@@ -690,5 +728,6 @@ async function mount(root, ctx) {
   return () => {
     alive = false;
     for (const t of timers) clearTimeout(t);
+    env.reindexFeed?.abort();
   };
 }
