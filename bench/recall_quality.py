@@ -3,6 +3,7 @@
     .venv/bin/python bench/recall_quality.py                 # local default model
     .venv/bin/python bench/recall_quality.py --model ID      # another local model
     .venv/bin/python bench/recall_quality.py --latency       # plus p50/p95 at 1k/10k/100k
+    .venv/bin/python bench/recall_quality.py --style third-person  # only part 3's questions
 
 Resembles the outside check of issue 12: every turn of bench/data/conversations_set.json
 (built by bench/make_conversation_set.py) is stored as a fact through the real
@@ -14,6 +15,10 @@ Two splits: ``dev`` (the fusion constants may be tuned on it) and ``test``
 (held out: reported, never tuned on). Each mode runs one retriever alone or
 the full hybrid with a named set of fusion constants, so each ranking step
 can be switched off and measured.
+
+``--style`` keeps only the questions asked in the first person (the owner's
+"I", parts 1 and 2) or the third person (two named friends, part 3); every
+turn is stored either way, so the haystack does not change.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ DATA = Path(__file__).parent / "data" / "conversations_set.json"
 BUDGET = Settings.model_fields["memory_budget_chars"].default
 TYPES = ("single", "multi-hop", "temporal", "inference")
 KS = (5, 10)
+STYLES = ("first-person", "third-person", "all")
 
 # Each variant: (retriever mode, fusion constants to set for the run).
 # "hybrid" is the code as it stands; the others switch issue 12's steps off.
@@ -120,8 +126,14 @@ def table(name: str, r: dict[tuple[str, str, int], float], splits: tuple[str, ..
         print(f"  {name:<24} {split:<4}  {cells}")
 
 
-async def run(model: str, variants: list[str]) -> None:
+def of_style(questions: list[dict[str, Any]], style: str) -> list[dict[str, Any]]:
+    """The questions asked in one person ("all" keeps them all)."""
+    return [q for q in questions if style == "all" or q["style"] == style]
+
+
+async def run(model: str, variants: list[str], style: str = "all") -> None:
     data = json.loads(DATA.read_text(encoding="utf-8"))
+    data["questions"] = of_style(data["questions"], style)
     embedder = local_embedder(model)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -154,8 +166,9 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--model", default=LOCAL_MODEL_ID, help="a local embedding model id")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--latency", action="store_true", help="also p50/p95 at 1k/10k/100k")
+    parser.add_argument("--style", choices=STYLES, default="all", help="which questions to ask")
     args = parser.parse_args(argv)
-    await run(args.model, args.variants.split(","))
+    await run(args.model, args.variants.split(","), args.style)
     if args.latency:
         sys.path.insert(0, str(Path(__file__).parent))
         from recall import latency  # the existing latency part, same code path
