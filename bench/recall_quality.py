@@ -53,13 +53,18 @@ STYLES = ("first-person", "third-person", "all")
 # Each variant: (retriever mode, fusion constants to set for the run).
 # "hybrid" is the code as it stands; the others switch issue 12's steps off.
 BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0, "MIN_COSINE": 0.3}
+STEP1 = {"RRF_K": 10, "AGREEMENT": 0.0, "MIN_COSINE": 0.3}
+STEP2 = {"RRF_K": 10, "AGREEMENT": 0.5, "MIN_COSINE": 0.3}
+STEP3 = {"RRF_K": 10, "AGREEMENT": 0.5}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("fts", {}),
     "vectors": ("vector", {}),
     "hybrid before issue 12": ("hybrid", BEFORE),
-    "+ k=10 vectors x1.5": ("hybrid", {"AGREEMENT": 0.0, "MIN_COSINE": 0.3}),
-    "+ agreement": ("hybrid", {"MIN_COSINE": 0.3}),
-    "hybrid (+ floor 0.15)": ("hybrid", {}),
+    "+ k=10 vectors x1.5": ("hybrid", STEP1),
+    "+ agreement x1.5": ("hybrid", STEP2),
+    "+ floor 0.15": ("hybrid", STEP3),
+    "hybrid (k=5, agreement off)": ("hybrid", {}),
+    "rejected: agreement at k=5": ("hybrid", {"AGREEMENT": 0.5}),
     "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
 }
 
@@ -149,7 +154,7 @@ async def run(model: str, variants: list[str], style: str = "all") -> None:
             with constants(overrides):
                 table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
-        for name in ("vectors", "hybrid (+ floor 0.15)"):
+        for name in ("vectors", "hybrid (k=5, agreement off)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
                 r = await score(service, ids, data["multilingual"], mode)
