@@ -63,7 +63,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "+ k=10 vectors x1.5": ("hybrid", STEP1),
     "+ agreement x1.5": ("hybrid", STEP2),
     "+ floor 0.15": ("hybrid", STEP3),
-    "hybrid (k=5, agreement off)": ("hybrid", {}),
+    "hybrid now (k=5 no agreement)": ("hybrid", {}),
     "rejected: agreement at k=5": ("hybrid", {"AGREEMENT": 0.5}),
     "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
 }
@@ -154,7 +154,7 @@ async def run(model: str, variants: list[str], style: str = "all") -> None:
             with constants(overrides):
                 table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
-        for name in ("vectors", "hybrid (k=5, agreement off)"):
+        for name in ("vectors", "hybrid now (k=5 no agreement)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
                 r = await score(service, ids, data["multilingual"], mode)
