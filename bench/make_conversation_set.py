@@ -92,15 +92,22 @@ def build(seed: int = 12) -> dict[str, object]:
     ]
     facts: list[str] = []
     questions: list[dict[str, object]] = []
-    tags_of = [
-        _add_conversation(conv, number, rng, facts, questions, style)
-        for number, (conv, rng, style) in enumerate(parts)
-    ]
+    tags_of = []
+    spans = []  # each conversation's first fact and one past its last
+    for number, (conv, rng, style) in enumerate(parts):
+        first_fact = len(facts)
+        tags_of.append(_add_conversation(conv, number, rng, facts, questions, style))
+        spans.append([first_fact, len(facts)])
     multilingual = []
     for number, tag, de, es in extra.MULTILINGUAL:
         for lang, text in (("de", de), ("es", es)):
             multilingual.append({"q": text, "lang": lang, "evidence": [tags_of[number][tag]]})
-    return {"facts": facts, "questions": questions, "multilingual": multilingual}
+    return {
+        "facts": facts,
+        "questions": questions,
+        "multilingual": multilingual,
+        "conversations": spans,
+    }
 
 
 def main() -> None:

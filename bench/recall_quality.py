@@ -4,6 +4,7 @@
     .venv/bin/python bench/recall_quality.py --model ID      # another local model
     .venv/bin/python bench/recall_quality.py --latency       # plus p50/p95 at 1k/10k/100k
     .venv/bin/python bench/recall_quality.py --style third-person  # only part 3's questions
+    .venv/bin/python bench/recall_quality.py --per-conversation    # a memory per conversation
 
 Resembles the outside check of issue 12: every turn of bench/data/conversations_set.json
 (built by bench/make_conversation_set.py) is stored as a fact through the real
@@ -19,6 +20,8 @@ can be switched off and measured.
 ``--style`` keeps only the questions asked in the first person (the owner's
 "I", parts 1 and 2) or the third person (two named friends, part 3); every
 turn is stored either way, so the haystack does not change.
+``--per-conversation`` stores each conversation in a memory of its own (one
+person's memory, as famulus is used) instead of all twenty in one.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +104,42 @@ async def ranked(service: MemoryService, query: str, mode: str) -> list[int]:
     return [f.id for f, _ in (await service.recall(query, limit=10, mode=mode)).facts]
 
 
+@dataclass
+class Memory:
+    """One memory of the run and where the set's facts went in it."""
+
+    service: MemoryService
+    ids: dict[int, int]  # a fact's index in the set -> its id in this memory
+
+
+async def memories(
+    embedder: Embedder, data: dict[str, Any], tmp: Path, per_conversation: bool
+) -> list[Memory]:
+    """All turns in one memory, or (``per_conversation``) each conversation in its own."""
+    spans = data["conversations"] if per_conversation else [[0, len(data["facts"])]]
+    out = []
+    for n, (first, end) in enumerate(spans):
+        service, ids = await store(embedder, data["facts"][first:end], tmp / f"m{n}.db")
+        out.append(Memory(service, {first + k: i for k, i in enumerate(ids)}))
+    return out
+
+
 async def score(
-    service: MemoryService, ids: list[int], questions: list[dict[str, Any]], mode: str
+    stores: list[Memory], questions: list[dict[str, Any]], mode: str
 ) -> dict[tuple[str, str, int], float]:
-    """(split, type, k) -> share found; type "all" and split "all" included."""
-    return tally(ids, questions, [await ranked(service, q["q"], mode) for q in questions])
+    """(split, type, k) -> share found; each question asked of the memory holding its evidence."""
+    rankings = []
+    for q in questions:
+        memory = next(m for m in stores if q["evidence"][0] in m.ids)
+        rankings.append(await ranked(memory.service, q["q"], mode))
+    ids = {i: fact for m in stores for i, fact in m.ids.items()}
+    return tally(ids, questions, rankings)
 
 
 def tally(
-    ids: list[int], questions: list[dict[str, Any]], rankings: list[list[int]]
+    ids: Mapping[int, int] | Sequence[int],
+    questions: list[dict[str, Any]],
+    rankings: list[list[int]],
 ) -> dict[tuple[str, str, int], float]:
     """Shares found from one ranked id list per question (shared with bench/rerank_quality.py)."""
     found: dict[tuple[str, str, int], list[float]] = {}
@@ -136,34 +167,38 @@ def of_style(questions: list[dict[str, Any]], style: str) -> list[dict[str, Any]
     return [q for q in questions if style == "all" or q["style"] == style]
 
 
-async def run(model: str, variants: list[str], style: str = "all") -> None:
+async def run(model: str, variants: list[str], style: str, per_conversation: bool) -> None:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     data["questions"] = of_style(data["questions"], style)
     embedder = local_embedder(model)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        service, ids = await store(embedder, data["facts"], Path(tmp) / "conv.db")
+        stores = await memories(embedder, data, Path(tmp), per_conversation)
         took = time.perf_counter() - start
+        where = (
+            f"{len(stores)} memories, one per conversation" if per_conversation else "one memory"
+        )
         print(
-            f"{len(data['facts'])} turns stored as facts in {took:.1f} s with {model};"
+            f"{len(data['facts'])} turns stored as facts ({where}) in {took:.1f} s with {model};"
             f" {len(data['questions'])} questions; recall@5/@10 in % per type"
             " (dev = tuned on, test = held out, never tuned on):"
         )
         for name in variants:
             mode, overrides = VARIANTS[name]
             with constants(overrides):
-                table(name, await score(service, ids, data["questions"], mode), ("dev", "test"))
+                table(name, await score(stores, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
         for name in ("vectors", "hybrid now (k=5 no agreement)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
-                r = await score(service, ids, data["multilingual"], mode)
+                r = await score(stores, data["multilingual"], mode)
             langs = "  ".join(
                 f"{lang} {r[('all', lang, 5)] * 100:3.0f}/{r[('all', lang, 10)] * 100:3.0f}"
                 for lang in ("de", "es")
             )
             print(f"  {name:<24} {langs}")
-        service.db.close()
+        for memory in stores:
+            memory.service.db.close()
 
 
 async def main(argv: list[str]) -> None:
@@ -172,8 +207,13 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--latency", action="store_true", help="also p50/p95 at 1k/10k/100k")
     parser.add_argument("--style", choices=STYLES, default="all", help="which questions to ask")
+    parser.add_argument(
+        "--per-conversation",
+        action="store_true",
+        help="each conversation in a memory of its own (one person's memory), not all in one",
+    )
     args = parser.parse_args(argv)
-    await run(args.model, args.variants.split(","), args.style)
+    await run(args.model, args.variants.split(","), args.style, args.per_conversation)
     if args.latency:
         sys.path.insert(0, str(Path(__file__).parent))
         from recall import latency  # the existing latency part, same code path
