@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from famulus.memory import context
+from famulus.memory import anchors, context
 from famulus.memory import recall as fusion
 from famulus.memory.embeddings import LOCAL_MODEL_ID, Embedder, local_embedder
 from famulus.memory.index import VectorIndex
@@ -56,10 +56,10 @@ STYLES = ("first-person", "third-person", "all")
 
 # Each variant: (retriever mode, fusion constants to set for the run).
 # "hybrid" is the code as it stands; the others switch issue 12's steps off.
-BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0, "MIN_COSINE": 0.3}
-STEP1 = {"RRF_K": 10, "AGREEMENT": 0.0, "MIN_COSINE": 0.3}
-STEP2 = {"RRF_K": 10, "AGREEMENT": 0.5, "MIN_COSINE": 0.3}
-STEP3 = {"RRF_K": 10, "AGREEMENT": 0.5}
+BEFORE = {"RRF_K": 20, "W_VEC": 1.0, "AGREEMENT": 0.0, "MIN_COSINE": 0.3, "anchors": False}
+STEP1 = {"RRF_K": 10, "AGREEMENT": 0.0, "MIN_COSINE": 0.3, "anchors": False}
+STEP2 = {"RRF_K": 10, "AGREEMENT": 0.5, "MIN_COSINE": 0.3, "anchors": False}
+STEP3 = {"RRF_K": 10, "AGREEMENT": 0.5, "anchors": False}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "bm25": ("fts", {}),
     "vectors": ("vector", {}),
@@ -67,7 +67,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "+ k=10 vectors x1.5": ("hybrid", STEP1),
     "+ agreement x1.5": ("hybrid", STEP2),
     "+ floor 0.15": ("hybrid", STEP3),
-    "hybrid now (k=5 no agreement)": ("hybrid", {}),
+    "+ k=5 no agreement": ("hybrid", {"anchors": False}),
+    "hybrid now (+ event anchors)": ("hybrid", {}),
     "rejected: agreement at k=5": ("hybrid", {"AGREEMENT": 0.5}),
     "rejected: fresh step": ("hybrid", {"FRESH_STEP": 0.01}),
 }
@@ -75,15 +76,22 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 @contextmanager
 def constants(overrides: dict[str, Any]) -> Iterator[None]:
-    """Sets fusion constants for one run and puts the old values back."""
+    """Sets fusion constants for one run and puts the old values back; the key
+    "anchors" False switches the event-anchored time stage off."""
+    overrides = dict(overrides)
+    use_anchors = overrides.pop("anchors", True)
     old = {name: getattr(fusion, name) for name in overrides}
+    old_find = anchors.find
     for name, value in overrides.items():
         setattr(fusion, name, value)
+    if not use_anchors:
+        anchors.find = lambda query: None  # type: ignore[assignment]
     try:
         yield
     finally:
         for name, value in old.items():
             setattr(fusion, name, value)
+        anchors.find = old_find  # type: ignore[method-assign]
 
 
 async def store(
@@ -188,7 +196,7 @@ async def run(model: str, variants: list[str], style: str, per_conversation: boo
             with constants(overrides):
                 table(name, await score(stores, data["questions"], mode), ("dev", "test"))
         print("Multilingual (German/Spanish questions about English turns), recall@5/@10 in %:")
-        for name in ("vectors", "hybrid now (k=5 no agreement)"):
+        for name in ("vectors", "hybrid now (+ event anchors)"):
             mode, overrides = VARIANTS[name]
             with constants(overrides):
                 r = await score(stores, data["multilingual"], mode)

@@ -184,3 +184,36 @@ async def test_older_facts_get_their_event_days_once(app: Any, client: httpx.Asy
     await service.stores.facts.set_event(fact["id"], None, None)
     await service._date_old_facts()  # done already: nothing read again
     assert (await client.get(f"/facts/{fact['id']}")).json()["fact"]["event_start"] is None
+
+
+async def test_a_question_timed_by_an_event_memory_knows_once(client: httpx.AsyncClient) -> None:
+    await _add(client, "Our wedding in Lisbon was on 3 June 2023", "2023-06-10")
+    months = ("2023-02-15", "2023-05-20", "2023-08-20", "2023-11-15")
+    bought = [await _add(client, "We bought a new sofa for the flat", m) for m in months]
+    r = await client.post(
+        "/memory/recall/inspect", json={"query": "What did we buy before the wedding?"}
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    # The wedding's day, read from its fact, dates the question: the season before it.
+    assert body["time_range"] == {
+        "from": "2023-03-03",
+        "to": "2023-06-03",
+        "text": "before the wedding",
+    }
+    sofas = [f["id"] for f in body["facts"] if f["id"] in {b["id"] for b in bought}]
+    assert sofas[0] == bought[1]["id"]  # May's, before the look-alikes of other months
+    r = await client.post("/memory/recall/inspect", json={"query": "What did we buy after it?"})
+    assert r.json()["time_range"] is None
+    # Two concerts: "the concert" names no one event, so no period is guessed.
+    await _add(client, "The concert at the Sporthalle was loud", "2023-03-18")
+    await _add(client, "The cathedral concert had a lovely choir", "2023-12-18")
+    r = await client.post(
+        "/memory/recall/inspect", json={"query": "What did we buy after the concert?"}
+    )
+    assert r.json()["time_range"] is None
+    # "Looks after" is not about time.
+    r = await client.post(
+        "/memory/recall/inspect", json={"query": "Who looks after the wedding photos?"}
+    )
+    assert r.json()["time_range"] is None

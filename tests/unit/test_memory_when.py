@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from famulus.memory import when
+from famulus.memory import anchors, when
 
 SAID = datetime(2023, 5, 8, 12, tzinfo=UTC)  # a Monday
 ASKED = datetime(2026, 11, 23, 9, tzinfo=UTC)
@@ -114,3 +114,47 @@ def test_a_transcript_line_says_when_it_was_said() -> None:
     assert when.stamp("[8 May 2023] x", given, "UTC").said_at == "2024-01-02T09:00:00.000Z"
     assert when.stamp("[May] meeting notes", None, "UTC").said_at is None
     assert when.stamp("[todo] call the bank", None, "UTC").said_at is None
+
+
+@pytest.mark.parametrize(
+    ("query", "relation", "unit", "what"),
+    [
+        ("What did I take up the week after the concert?", "after", "week", "the concert"),
+        ("Where did we eat before the wedding?", "before", None, "the wedding"),
+        ("How has Amara been since her divorce?", "since", None, "her divorce"),
+        ("What did Ana read following her surgery, and why?", "after", None, "her surgery"),
+    ],
+)
+def test_a_question_can_be_timed_by_an_event(
+    query: str, relation: str, unit: str | None, what: str
+) -> None:
+    found = anchors.find(query)
+    assert found is not None
+    assert (found.relation, found.unit, found.what) == (relation, unit, what)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Who looks after my daughter?",  # a phrasal verb, not a time
+        "Which boat was named after her grandmother?",
+        "What did we do before June 2023?",  # a date: when reads it
+        "What did I eat?",
+    ],
+)
+def test_not_every_before_or_after_is_an_event(query: str) -> None:
+    assert anchors.find(query) is None
+
+
+def test_the_period_around_an_event() -> None:
+    wedding = date(2023, 6, 3)
+    after = anchors.Anchor("after", "week", "the wedding", "the week after the wedding")
+    assert _days(anchors.period(after, wedding, wedding, date(2026, 1, 1))) == (
+        date(2023, 6, 3),
+        date(2023, 6, 17),
+    )
+    before = anchors.Anchor("before", None, "the wedding", "before the wedding")
+    assert _days(anchors.period(before, wedding, wedding, date(2026, 1, 1))) == (
+        date(2023, 3, 3),
+        date(2023, 6, 3),
+    )

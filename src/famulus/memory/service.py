@@ -20,8 +20,8 @@ import numpy as np
 
 from famulus import config_keys
 from famulus.errors import InvalidRequest, NotFound
+from famulus.memory import anchors, when
 from famulus.memory import recall as fusion
-from famulus.memory import when
 from famulus.memory.embeddings import LOCAL_MODEL_ID, find_model
 from famulus.memory.progress import BACKFILL, Progress, ProgressSink, Unheard
 from famulus.memory.vectors import (
@@ -457,7 +457,7 @@ class MemoryService:
             "use_recency": mode == "hybrid",
         }
         fact_fts, obs_fts = await self.stores.recall.fts_candidates(query, fusion.CANDIDATES)
-        span = when.time_range(query, utcnow(), self.zone) if use_time else None
+        span = await self._asked_period(query) if use_time else None
         dated = await self._dated(span)
         fact_ids = list(dict.fromkeys([*fact_fts, *(i for i, _ in fact_vec), *dated]))
         obs_ids = list(dict.fromkeys([*obs_fts, *(i for i, _ in obs_vec)]))
@@ -480,6 +480,29 @@ class MemoryService:
             observations=[(observations[h.id], h) for h in obs_hits if h.id in observations],
             time_range=span,
         )
+
+    async def _asked_period(self, query: str) -> when.TimeRange | None:
+        """The period ``query`` asks about: a date it names ("in June"), else the
+        time of an event it names ("before the wedding") that memory knows once."""
+        span = when.time_range(query, utcnow(), self.zone)
+        anchor = anchors.find(query) if span is None else None
+        if anchor is None:
+            return span
+        event = await self._anchor_fact(anchor.what)
+        if event is None:
+            return None
+        start, end = when.fact_days(event, self.zone)
+        return anchors.period(anchor, start, end, when.local(utcnow(), self.zone).date())
+
+    async def _anchor_fact(self, what: str) -> FactRow | None:
+        """The one fact that tells of the event ``what``: its text holds every word
+        of it ("my wedding": "wedding"). None when none or several do ("the
+        concert" when three concerts were told of): a wrong anchor would rank
+        the wrong season first, so only an event memory knows once counts."""
+        ids = await self.stores.recall.facts_with_all(what, 2)
+        if len(ids) != 1:
+            return None
+        return (await self.stores.facts.by_ids(ids)).get(ids[0])
 
     async def _dated(self, span: when.TimeRange | None) -> list[int]:
         """Facts of the asked period, whether or not the text search finds them."""

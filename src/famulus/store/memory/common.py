@@ -22,6 +22,11 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
 
 
+def fts_all_query(text: str) -> str:
+    """Like ``fts_query`` but every word must be there (AND): the facts that hold all of it."""
+    return " AND ".join(fts_query(text).split(" OR ")) if fts_query(text) else ""
+
+
 def ids(value: str | None) -> list[int]:
     """A JSON id-list column as a list."""
     return [int(i) for i in json.loads(value or "[]")]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from famulus.store.db import Database
-from famulus.store.memory.common import Conn, fts_query
+from famulus.store.memory.common import Conn, fts_all_query, fts_query
 from famulus.timeutil import now_iso
 
 
@@ -60,6 +60,13 @@ class RecallStore:
                 _fts(conn, "observations_fts", "observations", expr, k),
             )
         )
+
+    async def facts_with_all(self, text: str, k: int) -> list[int]:
+        """Active facts whose text holds every word of ``text`` (at most ``k``)."""
+        expr = fts_all_query(text)
+        if not expr:
+            return []
+        return await self.db.read(lambda conn: _fts(conn, "facts_fts", "facts", expr, k))
 
     async def record(self, session_id: str | None, query: str, events: list[AccessEvent]) -> None:
         """Log the recall's access events and count each injected fact as used."""
