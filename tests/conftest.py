@@ -8,6 +8,7 @@ and pydantic-ai refuses real model requests unless a test opts in with the
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -35,6 +36,14 @@ def _guarded_connect(self: socket.socket, address: Any) -> Any:
         if (ip is None and host != "localhost") or (ip is not None and not ip.is_loopback):
             raise ConnectionRefusedError(f"tests may not connect to {host!r} (loopback only)")
     return _real_connect(self, address)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (set in pyproject's addopts): a worker per core, between 2 and 4.
+    Two even on one core, since end-to-end tests mostly wait on servers and
+    browsers; at most four, because each worker runs its own servers and
+    browsers at once and the 15-minute budget is set on 2 cores anyway."""
+    return max(2, min(4, os.cpu_count() or 2))
 
 
 @pytest.fixture(autouse=True, scope="session")
