@@ -8,7 +8,9 @@ and pydantic-ai refuses real model requests unless a test opts in with the
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,31 @@ def _guarded_connect(self: socket.socket, address: Any) -> Any:
         if (ip is None and host != "localhost") or (ip is not None and not ip.is_loopback):
             raise ConnectionRefusedError(f"tests may not connect to {host!r} (loopback only)")
     return _real_connect(self, address)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (set in pyproject's addopts): a worker per core, between 2 and 4.
+    Two even on one core, since end-to-end tests mostly wait on servers and
+    browsers; at most four, because each worker runs its own servers and
+    browsers at once and the 15-minute budget is set on 2 cores anyway."""
+    return max(2, min(4, os.cpu_count() or 2))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test needs its own node id: xdist hands tests to workers by id, and
+    of several tests sharing one it runs only the first.
+
+    schemathesis (4.x under pytest 9.2) gives all operations of a
+    ``schema.parametrize()`` test the same id (``test_no_server_errors``); each
+    gets its operation back in brackets, as under earlier pytest. Any other
+    duplicate stops the run rather than losing tests silently."""
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if label and "[" not in item.nodeid:
+            item._id = item.parent.id.child(item.originalname).with_params(label)  # type: ignore[attr-defined, union-attr]
+    twice = sorted(nodeid for nodeid, n in Counter(i.nodeid for i in items).items() if n > 1)
+    if twice:
+        raise pytest.UsageError(f"tests that share a node id (only one would run): {twice[:5]}")
 
 
 @pytest.fixture(autouse=True, scope="session")

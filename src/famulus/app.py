@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
@@ -100,7 +100,17 @@ def _add_openapi_route(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = build  # type: ignore[method-assign]
+    app.add_api_route(
+        "/openapi.json",
+        _openapi,
+        methods=["GET"],
+        include_in_schema=False,
+        dependencies=[Depends(require_key)],
+    )
 
-    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_key)])
-    async def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
+
+async def _openapi(request: Request) -> JSONResponse:
+    """One function for every app, reaching its app through the request: FastAPI
+    keeps the endpoints it has inspected in a process-wide cache, and a closure
+    over the app there would keep each app (and all its services) alive."""
+    return JSONResponse(request.app.openapi())

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -55,6 +57,17 @@ def snapshot(home: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+@contextmanager
+def frozen(server: ServerProcess) -> Iterator[None]:
+    """The server's process stopped (SIGSTOP) for the block, then resumed."""
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+
+
 def replay(base_url: str, sid: str) -> list[dict[str, object]]:
     """The session's whole event log (a cursor of 0 asks for a replay)."""
     with SSECollector(base_url, AUTH, sid, after=0) as sse:
@@ -77,11 +90,16 @@ def test_second_server_on_a_home_in_use_changes_nothing(
             with SSECollector(a.base_url, AUTH, sid, stream=True) as sse:
                 run = send(http, sid, "a slow answer")
                 sse.wait_for("text_delta", count=2)
-                before = snapshot(home)
-                same_port = serve_once(home, "--port", str(a.port))
-                other_port = serve_once(home, "--port", str(free_port()))
-                other_home = serve_once(tmp_path / "other", "--port", str(a.port))
-                assert snapshot(home) == before
+                # Server A is frozen while the others try: it holds its lock and
+                # its port all the same, but its own timed writes (the message
+                # indexer's 30 s pass lands here on a loaded machine) cannot then
+                # pass for something a refused server did.
+                with frozen(a):
+                    before = snapshot(home)
+                    same_port = serve_once(home, "--port", str(a.port))
+                    other_port = serve_once(home, "--port", str(free_port()))
+                    other_home = serve_once(tmp_path / "other", "--port", str(a.port))
+                    assert snapshot(home) == before
                 assert not any(
                     e.event.startswith("run_") and e.event != "run_started" for e in sse.events
                 )
