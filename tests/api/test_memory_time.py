@@ -217,3 +217,20 @@ async def test_a_question_timed_by_an_event_memory_knows_once(client: httpx.Asyn
         "/memory/recall/inspect", json={"query": "Who looks after the wedding photos?"}
     )
     assert r.json()["time_range"] is None
+
+
+async def test_dates_at_the_ends_of_the_calendar_are_refused_or_ignored(
+    client: httpx.AsyncClient,
+) -> None:
+    """Year 1 or 9999 is a typo or a probe; kept, it broke every later recall
+    with a time (a said_at stored as "1-01-01T…", a day after 9999-12-31)."""
+    for said in ("0001-01-01", "0001-01-01T00:00:00-05:00", "9999-12-31T23:00:00-05:00"):
+        r = await client.post("/facts", json={"text": "x", "said_at": said})
+        assert r.status_code == 422, r.text
+        assert r.json()["errors"][0]["loc"][-1] == "said_at"
+    far = await _add(client, "[9999-12-31] The wedding in the far future")
+    old = await _add(client, "[0001-01-01] The wedding of old")
+    assert far["event_start"] is None and old["event_start"] is None
+    for query in ("What happened on 9999-12-31?", "on 0001-01-01?", "Before the wedding?"):
+        r = await client.post("/memory/recall/inspect", json={"query": query})
+        assert r.status_code == 200, r.text

@@ -34,7 +34,13 @@ class FactIn(RequestBody):
     @classmethod
     def _iso(cls, value: str | None) -> str | None:
         if value is not None:
-            _moment(value)  # ValueError: a 422 naming the field
+            moment = _moment(value)  # ValueError: a 422 naming the field
+            day = moment.date() if isinstance(moment, datetime) else moment
+            if not when.FIRST_DAY < day < when.LAST_DAY:  # a day of slack for the zone
+                raise ValueError(
+                    f"said_at must be between the years {when.FIRST_DAY.year}"
+                    f" and {when.LAST_DAY.year}"
+                )
         return value
 
     def said(self, zone: str) -> datetime | None:

@@ -38,6 +38,10 @@ from famulus.store.memory.facts import FactRow, FactTime
 from famulus.timeutil import iso, parse_iso, utcnow
 
 LANGUAGES = ["en", "de"]
+# The days a date may name. Year 1 or 9999 is a typo or a probe, and at the
+# ends of the calendar the day arithmetic here overflows (the season before
+# the day, the day after it) and a year before 1000 is stored as "1-01-01T…".
+FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(8999, 12, 31)
 
 _MONTHS = (
     "january|february|july|september|october|november|december|"
@@ -145,6 +149,8 @@ def resolve(expression: str, base: datetime, default: str = "past") -> TimeRange
     for attempt in _variants(words):
         found = _parser(base, prefer).get_date_data(attempt)
         if found.date_obj is not None:
+            if not FIRST_DAY <= found.date_obj.date() <= LAST_DAY:
+                return None
             return _span(found.date_obj.date(), found.period or "day", words)
     return None
 
