@@ -158,3 +158,27 @@ def test_the_period_around_an_event() -> None:
         date(2023, 3, 3),
         date(2023, 6, 3),
     )
+
+
+def test_a_text_full_of_unreadable_dates_costs_a_few_lookups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dateparser takes milliseconds per expression: 900 that do not resolve
+    (31 February) made one 10,000-character fact cost seconds, a 5000-fact
+    import hours. Only the first few spotted expressions are tried."""
+    tried: list[str] = []
+    real = when.resolve
+
+    def counting(expression: str, base: datetime, default: str = "past") -> when.TimeRange | None:
+        tried.append(expression)
+        return real(expression, base, default)
+
+    monkeypatch.setattr(when, "resolve", counting)
+    text = "31.02.2023 " * 900
+    assert when.event_range(text, SAID) is None
+    assert when.time_range(text[:1000], ASKED) is None
+    assert len(tried) <= 2 * when.MAX_TRIED
+    assert _days(when.event_range("31.02.2023 then on 3 June 2023", SAID)) == (
+        date(2023, 6, 3),
+        date(2023, 6, 3),
+    )

@@ -42,6 +42,10 @@ LANGUAGES = ["en", "de"]
 # ends of the calendar the day arithmetic here overflows (the season before
 # the day, the day after it) and a year before 1000 is stored as "1-01-01T…".
 FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(8999, 12, 31)
+# At most this many spotted expressions of one text go to dateparser (a few
+# milliseconds each): a text of hundreds that never resolve ("31.02.2023 …")
+# would hold the server for seconds per fact. The date that matters comes early.
+MAX_TRIED = 8
 
 _MONTHS = (
     "january|february|july|september|october|november|december|"
@@ -189,7 +193,7 @@ def _span(day: date, period: str, text: str) -> TimeRange:
 def first_range(text: str, base: datetime, default: str = "past") -> TimeRange | None:
     """The first date expression of ``text`` that resolves, relative to ``base``
     (a bare "Friday" or "June" taken from the ``default`` direction)."""
-    for expression in spot(text):
+    for expression in spot(text)[:MAX_TRIED]:
         found = resolve(expression, base, default)
         if found is not None:
             return found
@@ -208,7 +212,7 @@ def event_range(text: str, said_at: datetime, zone: str = "UTC") -> TimeRange | 
     default = "future" if _FUTURE.search(text) else "past"
     base = local(said_at, zone)
     recurring = _RECURRING.search(text) is not None
-    for expression in spot(text):
+    for expression in spot(text)[:MAX_TRIED]:
         if recurring and not _YEAR_IN.search(expression):  # a full date still counts
             continue
         found = resolve(expression, base, default)
