@@ -310,10 +310,9 @@ class MemoryService:
         (one model call per batch instead of one per fact). Exact repeats of an
         active fact are skipped; returns (created, skipped). An item may carry
         when it was said (else now)."""
-        cleaned: list[tuple[str, str, FactTime]] = []
-        for raw, kind, said in items:
-            text = _clean(raw)
-            cleaned.append((text, kind, when.stamp(text, said, self.zone)))
+        # In a worker thread: reading the dates costs dateparser milliseconds
+        # per fact, seconds for thousands, which would hold every other request.
+        cleaned = await asyncio.to_thread(self._stamped, items)
         async with self.write_lock:
             rows = await self.stores.facts.insert_many(cleaned, "manual")
             space = self._space()
@@ -321,6 +320,13 @@ class MemoryService:
                 batch = rows[start : start + 64]
                 await self._embed_rows(space, "fact", [(r.id, r.text) for r in batch])
         return rows, len(items) - len(rows)
+
+    def _stamped(
+        self, items: list[tuple[str, str, datetime | None]]
+    ) -> list[tuple[str, str, FactTime]]:
+        """Each item's clean text and kind with when it was said and happened."""
+        cleaned = [(_clean(raw), kind, said) for raw, kind, said in items]
+        return [(text, kind, when.stamp(text, said, self.zone)) for text, kind, said in cleaned]
 
     async def find_duplicate(self, text: str) -> FactRow | None:
         """An active fact that says the same thing (cosine above the merge threshold)."""
