@@ -10,7 +10,9 @@ def utcnow() -> datetime:
 
 
 def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    # Not strftime: its %Y writes year 500 as "500", which sorts after "2026"
+    # as text (stored timestamps are compared as text).
+    return dt.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def now_iso() -> str:

@@ -147,3 +147,10 @@ async def test_date_only_bounds_are_days_in_the_configured_zone(
     assert make_filter(since="2026-05-09").since == "2026-05-09T00:00:00.000Z"
     berlin = make_filter(since="2026-05-09", until="2026-05-09", zone=ZONE)
     assert (berlin.since, berlin.until) == ("2026-05-08T22:00:00.000Z", "2026-05-09T22:00:00.000Z")
+
+
+def test_a_bound_before_the_year_1000_keeps_its_order() -> None:
+    """Timestamps compare as text: a year written "500-…" sorted after "2026-…",
+    so ``since=0500-01-01`` found nothing instead of everything."""
+    assert make_filter(since="0500-01-01").since == "0500-01-01T00:00:00.000Z"
+    assert make_filter(until="0999-12-31T23:00:00Z").until == "0999-12-31T23:00:00.001Z"
