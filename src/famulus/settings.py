@@ -161,7 +161,7 @@ class Settings(BaseSettings):
             return None
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
             raise ValueError("must be an IANA time zone name such as Europe/Berlin") from None
         return value
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 from tests.support.sessions import new_session
 
 from famulus.memory import when
@@ -154,3 +155,10 @@ def test_a_bound_before_the_year_1000_keeps_its_order() -> None:
     so ``since=0500-01-01`` found nothing instead of everything."""
     assert make_filter(since="0500-01-01").since == "0500-01-01T00:00:00.000Z"
     assert make_filter(until="0999-12-31T23:00:00Z").until == "0999-12-31T23:00:00.001Z"
+
+
+def test_an_overlong_time_zone_is_a_configuration_error() -> None:
+    """ZoneInfo reads a file by the name: one too long for the file system
+    raised OSError, a traceback at start-up instead of the setting's message."""
+    with pytest.raises(ValidationError, match="IANA time zone"):
+        Settings(timezone="Europe/" + "x" * 300)

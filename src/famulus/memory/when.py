@@ -275,7 +275,7 @@ def said_moment(value: datetime | date, zone: str) -> datetime:
 def _zone(zone: str) -> ZoneInfo:
     try:
         return ZoneInfo(zone)
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, OSError):
         return ZoneInfo("UTC")
 
 
