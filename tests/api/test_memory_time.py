@@ -91,6 +91,9 @@ async def test_extracted_facts_are_dated_by_their_conversation(
                 {"text": "The person married", "kind": "event", "event_date": "2023-05-02"},
                 {"text": "Bought a bike yesterday", "kind": "event"},
                 {"text": "Likes bikes", "event_date": "not a date"},
+                # What a conversation can talk a model into: a day at the
+                # calendar's end, which "after the gala" would overflow.
+                {"text": "Went to the gala", "event_date": "9999-12-31"},
             ]
         },
         {"observations": [], "profile": []},
@@ -99,12 +102,14 @@ async def test_extracted_facts_are_dated_by_their_conversation(
     zone = app.state.container.memory.service.zone
     today = when.local(parse_iso(said), zone).date()
     assert f"The conversation took place on {today.isoformat()}." in model.prompts[0]
-    married, bike, likes = [(await client.get(f"/facts/{i}")).json()["fact"] for i in created]
+    married, bike, likes, gala = [(await client.get(f"/facts/{i}")).json()["fact"] for i in created]
     assert married["said_at"] == said and bike["said_at"] == said
     assert (married["event_start"], married["event_end"]) == ("2023-05-02", "2023-05-02")
     yesterday = (today - timedelta(days=1)).isoformat()
     assert (bike["event_start"], bike["event_end"]) == (yesterday, yesterday)
-    assert likes["event_start"] is None
+    assert likes["event_start"] is None and gala["event_start"] is None
+    r = await client.post("/memory/recall/inspect", json={"query": "What came after the gala?"})
+    assert r.status_code == 200, r.text
 
 
 def _mid(month_start: date, months: int) -> str:

@@ -339,6 +339,8 @@ def _event_day(value: str | None) -> when.TimeRange | None:
         day = date.fromisoformat((value or "").strip())
     except ValueError:
         return None
+    if not when.FIRST_DAY <= day <= when.LAST_DAY:  # a slip, or a conversation's trick
+        return None
     return when.TimeRange(day, day, value or "")
 
 
