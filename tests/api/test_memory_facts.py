@@ -268,3 +268,11 @@ async def test_bulk_import_limits(client: httpx.AsyncClient) -> None:
     many = [{"text": f"fact {n}"} for n in range(5001)]
     r = await client.post("/facts/import", json={"facts": many})
     assert r.status_code == 422 and r.json()["errors"][0]["loc"][:2] == ["body", "facts"]
+
+
+async def test_small_talk_recalls_no_unrelated_fact(client: httpx.AsyncClient) -> None:
+    for text in FACTS:
+        await _add(client, text)
+    assert await _recalled(client, "hello") == []
+    assert await _recalled(client, "thanks!") == []
+    assert await _recalled(client, "who looks after my teeth?") != []

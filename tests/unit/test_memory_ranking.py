@@ -33,6 +33,16 @@ def test_a_candidate_both_retrievers_return_gets_the_agreement_bonus() -> None:
     assert hits[0].id == 8
 
 
+def test_weak_meaning_alone_recalls_nothing_but_counts_beside_a_word_match() -> None:
+    weak = [(1, 0.2), (2, 0.16), (3, 0.1)]  # 3 is below the floor in any case
+    assert fusion.fuse([], weak, _no_meta, 5, use_recency=False) == []
+    assert {h.id for h in fusion.fuse([9], weak, _no_meta, 5, use_recency=False)} == {9, 1, 2}
+    close = [(1, 0.35), (2, 0.16)]  # one close hit: the weak ones come along behind it
+    assert [h.id for h in fusion.fuse([], close, _no_meta, 5, use_recency=False)] == [1, 2]
+    # Vectors alone (a benchmark mode) keep the plain floor.
+    assert [h.id for h in fusion.fuse([], weak, _no_meta, 5, use_fts=False)] == [1, 2]
+
+
 def test_equally_fresh_candidates_share_a_rank_and_fresher_ones_lead() -> None:
     metas = {
         1: fusion.Meta("2020-01-01T00:00:00Z", 0.5, 0),

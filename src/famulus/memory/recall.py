@@ -42,6 +42,13 @@ OBS_LIMIT = 4  # observations a recall returns
 # 0.15 and 0.1 -> 72/78; 0.15 is the highest floor with the full gain (about
 # a quarter of everyday facts pass it, so it still drops the plainly unrelated).
 MIN_COSINE = 0.15
+# When the words match no fact, the vectors alone must find one at least this
+# close, else nothing is recalled: with the low floor above, "hello" would
+# bring four unrelated personal facts into the prompt (a landlord's name,
+# a sister's city). No English question of the conversation bench is
+# affected (each matches some word); MiniLM's German and Spanish ones are
+# (they found their fact 11 % of the time anyway).
+ALONE_COSINE = 0.3
 W_FTS = 1.0
 W_VEC = 1.5  # a paraphrased question shares meaning with its answer, seldom words
 W_RECENCY = 0.3
@@ -112,6 +119,8 @@ def fuse(
     floor = MIN_COSINE if min_cosine is None else min_cosine
     vec = [(i, c) for i, c in vec if c >= floor] if use_vec else []
     fts = fts if use_fts else []
+    if use_fts and not fts and max((c for _, c in vec), default=1.0) < ALONE_COSINE:
+        vec = []  # "hello", "thanks!": no word matched and no meaning either
     vec_ids = [i for i, _ in vec]
     union = list(dict.fromkeys([*fts, *vec_ids]))
     scores = rrf([(W_FTS, fts), (W_VEC, vec_ids)])
