@@ -328,7 +328,8 @@ def test_restart_mid_stream_recovers_showing_nothing_twice(
     wait_text(signed_in, "#transcript > .msg.assistant", "First answer.")
     model.push(Turn(text=" ".join(f"y{i}" for i in range(300)), chunk_delay=0.05))
     say(signed_in, "two")
-    wait_for(signed_in, "#transcript .msg.assistant.streaming")
+    # A few words in, so the answer cut by the restart has more than its first one.
+    wait_text(signed_in, "#transcript .msg.assistant.streaming", "y2")
     famulus.restart()
     wait_text(signed_in, "#transcript .notice.error", "", timeout=20)
     wait_until(signed_in, "!document.querySelector('#transcript .streaming')", timeout=20)

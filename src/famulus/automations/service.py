@@ -291,9 +291,7 @@ class AutomationService:
         self, automation_id: int, limit: int = 20, offset: int = 0
     ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
         """A page of the automation's runs, newest first, each with its deliveries."""
-        runs = await self.store.runs(automation_id, limit, offset)
-        found = await self.deliveries.of_runs([r.id for r in runs])
-        return [(r, found.get(r.id, [])) for r in runs]
+        return await self.store.runs_with_deliveries(automation_id, limit, offset)
 
     async def run_count(self, automation_id: int) -> int:
         return await self.store.count_runs(automation_id)

@@ -126,10 +126,6 @@ class DeliveryQueue:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def of_runs(self, run_ids: list[int]) -> dict[int, list[DeliveryRow]]:
-        """Each automation run's deliveries (for its run list)."""
-        return await self.store.of_runs(run_ids)
-
     def wake(self) -> None:
         self._wake.set()
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from famulus.store.db import Database
-from famulus.store.deliveries import insert_deliveries
+from famulus.store.deliveries import DeliveryRow, deliveries_of_runs, insert_deliveries
 from famulus.timeutil import now_iso
 
 _JSON = {"trigger", "notifiers"}
@@ -241,6 +241,25 @@ class AutomationStore:
                 (now,),
             )
         )
+
+    async def runs_with_deliveries(
+        self, automation_id: int, limit: int = 20, offset: int = 0
+    ) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
+        """A page of runs, newest first, each with its deliveries, read in one
+        snapshot: a delivery that failed for good marks its run in the same
+        write, so a reader never sees one without the other."""
+
+        def op(conn: sqlite3.Connection) -> list[tuple[AutomationRunRow, list[DeliveryRow]]]:
+            rows = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM automation_runs"
+                " WHERE automation_id = ? ORDER BY id DESC LIMIT ? OFFSET ?",
+                (automation_id, limit, offset),
+            ).fetchall()
+            runs = [_run(r) for r in rows]
+            found = deliveries_of_runs(conn, [r.id for r in runs])
+            return [(r, found.get(r.id, [])) for r in runs]
+
+        return await self.db.read(op)
 
     async def runs(
         self, automation_id: int, limit: int = 20, offset: int = 0

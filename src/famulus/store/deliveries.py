@@ -75,6 +75,23 @@ def insert_deliveries(
     return ids
 
 
+def deliveries_of_runs(
+    conn: sqlite3.Connection, run_ids: list[int]
+) -> dict[int, list[DeliveryRow]]:
+    """The deliveries of each run, in the order they were queued, inside the
+    caller's read (so runs and their deliveries come from one snapshot)."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" * len(run_ids))
+    rows = conn.execute(
+        f"SELECT * FROM notifier_deliveries WHERE run_id IN ({marks}) ORDER BY id", run_ids
+    ).fetchall()
+    found: dict[int, list[DeliveryRow]] = {}
+    for r in rows:
+        found.setdefault(r["run_id"], []).append(_row(r))
+    return found
+
+
 def _mark_run(conn: sqlite3.Connection, delivery_id: int, error: str) -> None:
     """A delivery failed for good: its run counts as an error (unless it is
     one already) and says why under its output, which stays; the automation's
@@ -122,24 +139,6 @@ class DeliveryStore:
             ).fetchall()
             return [(int(r[0]), str(r[1])) for r in rows]
 
-        return await self.db.read(op)
-
-    async def of_runs(self, run_ids: list[int]) -> dict[int, list[DeliveryRow]]:
-        """The deliveries of each run, in the order they were queued."""
-
-        def op(conn: sqlite3.Connection) -> dict[int, list[DeliveryRow]]:
-            marks = ", ".join("?" * len(run_ids))
-            rows = conn.execute(
-                f"SELECT * FROM notifier_deliveries WHERE run_id IN ({marks}) ORDER BY id",
-                run_ids,
-            ).fetchall()
-            found: dict[int, list[DeliveryRow]] = {}
-            for r in rows:
-                found.setdefault(r["run_id"], []).append(_row(r))
-            return found
-
-        if not run_ids:
-            return {}
         return await self.db.read(op)
 
     async def record(
