@@ -33,6 +33,8 @@ def _days(found: when.TimeRange | None) -> tuple[date, date] | None:
         ("We will fly to Oslo in June", date(2023, 6, 1), date(2023, 6, 30)),
         ("This May we painted the house", date(2023, 5, 1), date(2023, 5, 31)),
         ("Started the new job on June 5", date(2022, 6, 5), date(2022, 6, 5)),
+        ("My thesis defense is set for May 30th", date(2023, 5, 30), date(2023, 5, 30)),
+        ("The surgery is scheduled for June 5", date(2023, 6, 5), date(2023, 6, 5)),
     ],
 )
 def test_event_dates_resolve_relative_to_when_it_was_said(

@@ -102,6 +102,7 @@ _RECURRING = re.compile(
 # Plans look ahead: "the appointment is on Friday" is the coming Friday.
 _FUTURE = re.compile(
     r"\b(?:will|going to|plan(?:s|ning)?|appointment|upcoming|is on|are on|is due"
+    r"|(?:is|are|was|got) (?:set|scheduled|booked) for|scheduled|booked for"
     r"|werde|wird|geplant|termin|ist am)\b|'ll\b",
     re.IGNORECASE,
 )
